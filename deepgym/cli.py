@@ -1,0 +1,147 @@
+"""The ``deepgym`` command.
+
+Exit statuses: 0 success (for ``run``: the response was scored, whatever the score), 1 a failed check or
+build, 2 bad usage (an unknown environment, a malformed manifest, a missing file), 3 no verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import DeepGymError, EnvironmentNotFoundError, ImageBuildError, LocalModeNotAllowedError, ManifestError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_VERDICT = 0, 1, 2, 3
+
+
+def _read_response(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"--response {source}: no such file (use - to read standard input)")
+    return path.read_text()
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .environments import list_environments, load_environment
+
+    for name in list_environments():
+        print(f"{name:<28} {load_environment(name).kind}")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .client import DeepGym
+    from .environments import load_environment
+
+    env = load_environment(args.environment)
+    response = _read_response(args.response)
+    with DeepGym(mode=args.mode) as gym:
+        outcome = gym.judge(env, response, variant=args.variant)
+    print(json.dumps(outcome.to_dict(), indent=None if args.compact else 2))
+    return EXIT_OK if outcome.has_verdict else EXIT_NO_VERDICT
+
+
+def cmd_images_build(args: argparse.Namespace) -> int:
+    from .environments import load_environment
+    from .images import build
+
+    names = [load_environment(name).id for name in args.environments] or None
+    build(names, rebuild=args.rebuild, debian_image=args.debian_image)
+    return EXIT_OK
+
+
+def cmd_images_list(args: argparse.Namespace) -> int:
+    from .environments import list_environments
+    from .images import BASE, image_name, image_status
+
+    for name in [BASE, *list_environments()]:
+        print(f"{name:<28} {image_status(name):<11} {image_name(name)}")
+    return EXIT_OK
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    from .runtime.docker import DockerRuntime
+
+    runtime = DockerRuntime()
+    removed = runtime.cleanup(everything=True)
+    print(f"removed {removed} deepgym container(s)")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build what is missing, then score the reference and every known-wrong solution as model responses."""
+    from .client import DeepGym
+    from .environments import load_environment
+    from .images import build
+
+    env = load_environment(args.environment)
+    build([env.id])
+    solutions = env.solutions()
+    picked = ["reference", *sorted(name for name in solutions if name.startswith("wrong_"))[:1]]
+    with DeepGym(mode=args.mode) as gym:
+        for name in picked:
+            language = "diff" if solutions[name].suffix == ".diff" else "python"
+            response = f"Here is my answer.\n\n```{language}\n{solutions[name].read_text()}```\n"
+            outcome = gym.judge(env, response)
+            shown = {k: outcome.to_dict().get(k) for k in ("score", "passed", "error_type", "has_verdict", "details")}
+            print(f"{env.id} / {name}: {json.dumps(shown)}")
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="deepgym", description="Trustworthy rewards for RL on code.")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="list environments: name, then kind")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="score one model response (extraction applied) and print the verdict as JSON")
+    p.add_argument("environment")
+    p.add_argument("--response", required=True, metavar="FILE", help="the raw model response; - for stdin")
+    p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
+    p.add_argument("--variant", type=int, default=0)
+    p.add_argument("--compact", action="store_true", help="print the JSON on one line")
+    p.set_defaults(func=cmd_run)
+
+    images = sub.add_parser("images", help="build and inspect the verifier images").add_subparsers(
+        dest="images_command", required=True, metavar="COMMAND")
+    p = images.add_parser("build", help="build missing or stale images with docker buildx bake")
+    p.add_argument("environments", nargs="*", metavar="ENV", help="default: every environment")
+    p.add_argument("--rebuild", action="store_true", help="rebuild even the images that are current")
+    p.add_argument("--debian-image", help="Debian image to build the base on (default: debian:bookworm-slim, "
+                                          "or a debootstrapped one when no registry is reachable)")
+    p.set_defaults(func=cmd_images_build)
+    p = images.add_parser("list", help="every image and whether it is current, stale or missing")
+    p.set_defaults(func=cmd_images_list)
+
+    p = sub.add_parser("cleanup", help="remove every container deepgym created, on this engine")
+    p.set_defaults(func=cmd_cleanup)
+
+    p = sub.add_parser("demo", help="build what is missing and score a right and a wrong answer")
+    p.add_argument("environment", nargs="?", default="coin_change")
+    p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
+    p.set_defaults(func=cmd_demo)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (EnvironmentNotFoundError, ManifestError, FileNotFoundError, LocalModeNotAllowedError) as exc:
+        print(f"deepgym: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImageBuildError as exc:
+        print(f"deepgym: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except DeepGymError as exc:
+        print(f"deepgym: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

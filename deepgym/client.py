@@ -1,0 +1,120 @@
+"""The client: turn model responses into verdicts for an environment.
+
+``DeepGym(mode).run(env, response)`` extracts the submission, has the runtime run the environment's runner
+on it, and classifies what the runtime observed. It returns a :class:`~deepgym.verdict.Verdict` or raises
+:class:`~deepgym.verdict.NoVerdictError`. ``run_batch`` does the same for many responses in parallel and
+returns every outcome in order, so a failure never costs the samples already judged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable
+
+from .environments import Environment, load_environment
+from .extract import extract_code
+from .runner.protocol import Request
+from .runtime import MODES, make_runtime
+from .verdict import NoVerdictError, Observation, Verdict, classify
+
+log = logging.getLogger("deepgym")
+Outcome = Verdict | NoVerdictError
+
+
+class BatchResult(list):
+    """One entry per response, in order: a Verdict, or a NoVerdictError (``has_verdict`` False)."""
+
+    @property
+    def scored(self) -> int:
+        return sum(1 for entry in self if entry.has_verdict)
+
+    @property
+    def no_verdict(self) -> int:
+        return len(self) - self.scored
+
+    def counts(self) -> dict[str, int]:
+        """How many entries ended each way: ``passed``, or their error type."""
+        return dict(Counter("passed" if e.has_verdict and e.passed else e.error_type for e in self))
+
+    def summary(self) -> dict[str, Any]:
+        scores = [e.score for e in self if e.has_verdict]
+        return {"samples": len(self), "scored": len(scores), "no_verdict": len(self) - len(scores),
+                "mean_score": sum(scores) / len(scores) if scores else None, "by_outcome": self.counts()}
+
+
+class DeepGym:
+    """Scores model responses in an environment's verifier image.
+
+    Args:
+        mode: ``docker`` (a fresh locked-down container per sample), ``auto`` (docker: deepgym never falls back
+            to an unisolated mode by itself), or ``local`` (no isolation, for developing environments; needs
+            ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
+        max_parallel: samples judged at once by ``run_batch`` (default: twice the CPU count).
+        allow_local: the explicit opt-in that ``mode="local"`` requires.
+    """
+
+    def __init__(self, mode: str = "auto", *, max_parallel: int | None = None, allow_local: bool | None = None):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
+        self.mode = mode
+        self.max_parallel = max_parallel or max(2, 2 * (os.cpu_count() or 1))
+        options: dict[str, Any] = {"max_parallel": self.max_parallel}
+        if mode == "local":
+            options["allow_local"] = allow_local
+        self.runtime = make_runtime(mode, **options)
+
+    @property
+    def backend(self) -> str:
+        return self.runtime.name
+
+    def judge(self, env: str | Environment, response: str, *, variant: int = 0) -> Outcome:
+        """The outcome for one response, returned rather than raised."""
+        env = load_environment(env)
+        code = extract_code(response)
+        if code is None:
+            return Verdict(score=0.0, passed=False, error_type="no_code_block",
+                           details="the response has no fenced code block, so nothing was run",
+                           environment=env.id, runtime=self.backend, variant=variant)
+        request = Request(nonce=secrets.token_hex(16), kind=env.kind, submission=code, entry_point=env.entry_point,
+                          variant=variant, scoring=env.scoring, limits=env.limits)
+        started = time.monotonic()
+        try:
+            observation = self.runtime.judge(env, request)
+        except Exception as exc:  # noqa: BLE001 - runtimes never raise; if one does, it is our bug, not the model's
+            log.error("runtime %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
+            observation = Observation(runtime=self.backend, infra_error="verifier_error",
+                                      infra_reason=f"deepgym's {self.backend} runtime failed: {exc!r}",
+                                      elapsed_s=time.monotonic() - started)
+        return classify(request, observation, env.id)
+
+    def run(self, env: str | Environment, response: str, *, variant: int = 0) -> Verdict:
+        """The verdict for one response. Raises NoVerdictError when the infrastructure failed."""
+        outcome = self.judge(env, response, variant=variant)
+        if isinstance(outcome, NoVerdictError):
+            raise outcome
+        return outcome
+
+    def run_batch(self, env: str | Environment, responses: Iterable[str], *, variant: int = 0,
+                  max_parallel: int | None = None) -> BatchResult:
+        """Outcomes for many responses, in order; an entry without a verdict has ``has_verdict`` False."""
+        env = load_environment(env)
+        responses = list(responses)
+        workers = max(1, min(max_parallel or self.max_parallel, len(responses)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
+            return BatchResult(pool.map(lambda r: self.judge(env, r, variant=variant), responses))
+
+    def close(self) -> None:
+        """Remove any container this client still owns and close its connections."""
+        self.runtime.close()
+
+    def __enter__(self) -> DeepGym:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,205 @@
+"""Environments: the registry of folders under ``environments/`` and their validated manifests.
+
+An environment is a folder ``environments/<id>/`` holding ``manifest.yaml``, the prompt, a ``Dockerfile``
+(usually ``FROM base`` plus the hidden tests), the hidden tests under ``tests/`` and, outside the image,
+``solutions/reference.*`` and at least two ``solutions/wrong_*`` files. Extra folders of environments can be
+added with ``DEEPGYM_ENVIRONMENTS=/path/a:/path/b``.
+
+Manifest keys (unknown keys are an error):
+
+=============  ========  ==============================================================================
+key            required  meaning
+=============  ========  ==============================================================================
+id             yes       the environment's name; must equal the folder's name
+kind           yes       ``function`` (implement a named Python function)
+prompt         yes       file with the task text shown to the model, relative to the folder
+entry_point    function  the function the hidden tests call
+title          no        one line for listings
+difficulty     no        ``easy``, ``medium`` or ``hard``
+scoring        no        ``all_or_nothing`` (default) or ``partial`` (fraction of hidden cases passed)
+limits         no        any of the :class:`~deepgym.runner.protocol.Limits` fields, each within range
+tags           no        list of strings
+=============  ========  ==============================================================================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import EnvironmentNotFoundError, ManifestError
+from .runner.judge import SCORINGS
+from .runner.protocol import Limits
+
+KINDS = ("function",)
+DIFFICULTIES = ("easy", "medium", "hard")
+_NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+_KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags"}
+# (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
+LIMIT_RANGES: dict[str, tuple[float, float]] = {
+    "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
+    "nofile": (16, 65536), "output_kb": (1, 1 << 20), "tmpfs_mb": (1, 65536), "cpus": (0.1, 64),
+}
+
+
+def bundle_root() -> Path:
+    """The folder holding ``docker-bake.hcl``, ``images/`` and ``environments/``: the repository in a
+    checkout, or the copy the wheel carries."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_bundle", package.parent):
+        if (candidate / "docker-bake.hcl").is_file():
+            return candidate
+    raise FileNotFoundError(f"deepgym's bundle (docker-bake.hcl, images/, environments/) is missing next to {package}")
+
+
+def environment_roots() -> list[Path]:
+    roots = [bundle_root() / "environments"]
+    roots += [Path(p) for p in os.environ.get("DEEPGYM_ENVIRONMENTS", "").split(os.pathsep) if p]
+    return roots
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A validated environment. ``path`` is its folder; ``image`` is its image's name."""
+
+    id: str
+    kind: str
+    prompt: str
+    path: Path
+    entry_point: str | None = None
+    title: str = ""
+    difficulty: str | None = None
+    scoring: str = "all_or_nothing"
+    limits: Limits = Limits()
+    tags: tuple[str, ...] = ()
+
+    @property
+    def image(self) -> str:
+        from .images import image_name
+
+        return image_name(self.id)
+
+    @property
+    def tests_dir(self) -> Path:
+        """The hidden tests as they sit on the host (the image copies this folder to /opt/deepgym/env)."""
+        return self.path / "tests"
+
+    def solutions(self) -> dict[str, Path]:
+        """Reference and known-wrong solutions, by file stem (``reference``, ``wrong_*``)."""
+        folder = self.path / "solutions"
+        return {p.stem: p for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
+
+
+def _fail(path: Path, key: str, problem: str, fix: str) -> ManifestError:
+    return ManifestError(str(path), key, problem, fix)
+
+
+def _limits(path: Path, raw: Any) -> Limits:
+    if raw is None:
+        return Limits()
+    if not isinstance(raw, dict):
+        raise _fail(path, "limits", f"must be a mapping, got {type(raw).__name__}", "write limits as `key: value` lines")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in LIMIT_RANGES:
+            raise _fail(path, f"limits.{key}", "unknown limit", f"use one of {', '.join(LIMIT_RANGES)}")
+        low, high = LIMIT_RANGES[key]
+        kind = int if isinstance(getattr(Limits, key), int) else float
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+            raise _fail(path, f"limits.{key}", f"must be {'an integer' if kind is int else 'a number'}, got {value!r}",
+                        f"give a value between {low:g} and {high:g}")
+        if not low <= value <= high:
+            raise _fail(path, f"limits.{key}", f"{value!r} is out of range", f"give a value between {low:g} and {high:g}")
+        values[key] = kind(value)
+    limits = Limits(**values)
+    if limits.total_cpu_s < limits.case_cpu_s:
+        raise _fail(path, "limits.total_cpu_s", f"{limits.total_cpu_s:g} is below case_cpu_s ({limits.case_cpu_s:g})",
+                    "make the total CPU limit at least the per-case limit")
+    return limits
+
+
+def parse_manifest(path: Path) -> Environment:
+    """Load and validate one ``manifest.yaml``. Raises ManifestError naming the file, key and fix."""
+    folder = path.parent
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise _fail(path, "(file)", f"is not valid YAML ({exc})", "fix the YAML syntax") from None
+    if not isinstance(data, dict):
+        raise _fail(path, "(file)", "must be a mapping of keys to values", "see the manifest keys in the README")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise _fail(path, unknown[0], "unknown key", f"remove it or use one of {', '.join(sorted(_KEYS))}")
+    for key in ("id", "kind", "prompt"):
+        if key not in data:
+            raise _fail(path, key, "is missing", f"add `{key}:` to the manifest")
+    env_id = data["id"]
+    if not isinstance(env_id, str) or not _NAME.match(env_id):
+        raise _fail(path, "id", f"{env_id!r} is not a valid name", "use lowercase letters, digits and underscores")
+    if env_id != folder.name:
+        raise _fail(path, "id", f"{env_id!r} differs from the folder name {folder.name!r}", "make them equal")
+    if data["kind"] not in KINDS:
+        raise _fail(path, "kind", f"{data['kind']!r} is not a known kind", f"use one of {', '.join(KINDS)}")
+    prompt_file = folder / str(data["prompt"])
+    if not prompt_file.is_file():
+        raise _fail(path, "prompt", f"file {prompt_file} does not exist", "create it or fix the path")
+    entry_point = data.get("entry_point")
+    if data["kind"] == "function" and not (isinstance(entry_point, str) and entry_point.isidentifier()):
+        raise _fail(path, "entry_point", f"{entry_point!r} is not a Python function name",
+                    "name the function the hidden tests call")
+    scoring = data.get("scoring", "all_or_nothing")
+    if scoring not in SCORINGS:
+        raise _fail(path, "scoring", f"{scoring!r} is not a known scoring", f"use one of {', '.join(SCORINGS)}")
+    difficulty = data.get("difficulty")
+    if difficulty is not None and difficulty not in DIFFICULTIES:
+        raise _fail(path, "difficulty", f"{difficulty!r} is not known", f"use one of {', '.join(DIFFICULTIES)}")
+    tags = data.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise _fail(path, "tags", "must be a list of strings", "write tags: [a, b]")
+    for required in ("Dockerfile", "tests"):
+        if not (folder / required).exists():
+            raise _fail(path, "(folder)", f"{folder / required} does not exist", f"add {required} to the environment")
+    return Environment(id=env_id, kind=data["kind"], prompt=prompt_file.read_text(), path=folder,
+                       entry_point=entry_point, title=str(data.get("title", "")), difficulty=difficulty,
+                       scoring=scoring, limits=_limits(path, data.get("limits")), tags=tuple(tags))
+
+
+def _manifests() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for root in environment_roots():
+        if not root.is_dir():
+            continue
+        for manifest in sorted(root.glob("*/manifest.yaml")):
+            name = manifest.parent.name
+            if name in found:
+                raise _fail(manifest, "id", f"{name!r} is also defined by {found[name]}", "rename one of them")
+            found[name] = manifest
+    return found
+
+
+def list_environments() -> list[str]:
+    """Names of every environment, sorted."""
+    return sorted(_manifests())
+
+
+@lru_cache(maxsize=None)
+def _load(manifest: Path, mtime_ns: int) -> Environment:
+    return parse_manifest(manifest)
+
+
+def load_environment(name: str | Environment) -> Environment:
+    """The environment called ``name`` (an Environment is returned as is). Raises EnvironmentNotFoundError."""
+    if isinstance(name, Environment):
+        return name
+    manifests = _manifests()
+    if name not in manifests:
+        raise EnvironmentNotFoundError(name, sorted(manifests))
+    manifest = manifests[name]
+    return _load(manifest, manifest.stat().st_mtime_ns)
+

@@ -1,0 +1,121 @@
+"""Images: their names, the content hash that says whether one is current, and building them with bake.
+
+Names follow docker-bake.hcl: ``<DEEPGYM_REGISTRY>deepgym-<name>:<DEEPGYM_TAG>`` (defaults: no registry,
+``latest``). An image's content hash covers everything it is built from: the base image's folder, the runner
+and, for an environment, its whole folder. ``deepgym images build`` passes the hashes to bake, which stores
+them in the label ``org.deepgym.content-hash``; an image whose label differs from the files is stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import TextIO
+
+from .environments import bundle_root, list_environments
+from .errors import ImageBuildError
+
+HASH_LABEL = "org.deepgym.content-hash"
+DEFAULT_DEBIAN_IMAGE = "debian:bookworm-slim"
+BOOTSTRAP_DEBIAN_IMAGE = "deepgym/debian-bootstrap:bookworm"
+BASE = "base"
+
+
+def image_name(name: str) -> str:
+    """The image of ``name`` (an environment id, or ``base``), as docker-bake.hcl tags it."""
+    return f"{os.environ.get('DEEPGYM_REGISTRY', '')}deepgym-{name}:{os.environ.get('DEEPGYM_TAG', 'latest')}"
+
+
+def _folder_digest(digest: hashlib._Hash, root: Path, folder: Path) -> None:
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+
+
+@lru_cache(maxsize=None)
+def content_hash(name: str) -> str:
+    """sha256 (first 16 hex digits) of the files the image ``name`` is built from. Cached per process."""
+    root = bundle_root()
+    digest = hashlib.sha256()
+    _folder_digest(digest, root, root / "images" / "base")
+    _folder_digest(digest, root, root / "deepgym" / "runner")
+    if name != BASE:
+        _folder_digest(digest, root, root / "environments" / name)
+    return digest.hexdigest()[:16]
+
+
+def image_status(name: str) -> str:
+    """``missing``, ``stale`` (built from other files), ``unverified`` (built without a hash) or ``current``."""
+    result = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", image_name(name)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        if "No such image" in result.stderr or "No such object" in result.stderr:
+            return "missing"
+        raise ImageBuildError(f"cannot inspect {image_name(name)}: {result.stderr.strip()}")
+    built_from = (json.loads(result.stdout) or {}).get(HASH_LABEL)
+    if built_from in (None, "unknown"):
+        return "unverified"
+    return "current" if built_from == content_hash(name) else "stale"
+
+
+def _has_image(ref: str) -> bool:
+    return subprocess.run(["docker", "image", "inspect", ref], capture_output=True).returncode == 0
+
+
+def resolve_debian_image(requested: str | None, log: TextIO) -> str:
+    """The Debian image to build the base from. An explicit choice wins; else the default if present or
+    pullable; else a debootstrapped one, built now if need be (hosts without a registry)."""
+    if requested:
+        return requested
+    if _has_image(DEFAULT_DEBIAN_IMAGE):
+        return DEFAULT_DEBIAN_IMAGE
+    if _has_image(BOOTSTRAP_DEBIAN_IMAGE):
+        print(f"deepgym: using {BOOTSTRAP_DEBIAN_IMAGE} (built by images/bootstrap-debian.sh)", file=log)
+        return BOOTSTRAP_DEBIAN_IMAGE
+    print(f"deepgym: pulling {DEFAULT_DEBIAN_IMAGE}", file=log)
+    pulled = subprocess.run(["docker", "pull", DEFAULT_DEBIAN_IMAGE], capture_output=True, text=True)
+    if pulled.returncode == 0:
+        return DEFAULT_DEBIAN_IMAGE
+    script = bundle_root() / "images" / "bootstrap-debian.sh"
+    print(f"deepgym: cannot pull {DEFAULT_DEBIAN_IMAGE} ({pulled.stderr.strip()[-200:]}); building Debian from "
+          f"its archive instead with {script} (about a minute)", file=log)
+    if os.geteuid() != 0 or shutil.which("debootstrap") is None:
+        raise ImageBuildError(f"{DEFAULT_DEBIAN_IMAGE} cannot be pulled and this host cannot debootstrap one "
+                              f"(needs root and debootstrap). Fix: pull it from a registry you can reach and tag it "
+                              f"{DEFAULT_DEBIAN_IMAGE}, or run `sudo {script}` after `apt-get install debootstrap`")
+    if subprocess.run(["bash", str(script)], stdout=log, stderr=log).returncode != 0:
+        raise ImageBuildError(f"{script} failed; see its output above")
+    return BOOTSTRAP_DEBIAN_IMAGE
+
+
+def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image: str | None = None,
+          log: TextIO = sys.stderr) -> list[str]:
+    """Build the images of ``names`` (every environment when None) through ``docker buildx bake``, with bake's
+    own progress on ``log``. Only missing, stale or unverified images are built unless ``rebuild``. Returns the
+    environments built."""
+    names = list_environments() if names is None else names
+    if shutil.which("docker") is None:
+        raise ImageBuildError("the docker CLI is not installed. Fix: install Docker Engine with buildx "
+                              "(scripts/install-docker-engine.sh does it on Debian)")
+    if subprocess.run(["docker", "buildx", "version"], capture_output=True).returncode != 0:
+        raise ImageBuildError("docker buildx is not installed. Fix: install the buildx plugin (docker-buildx)")
+    todo = [n for n in names if rebuild or image_status(n) != "current"]
+    if not todo:
+        print(f"deepgym: all {len(names)} images are current", file=log)
+        return []
+    root = bundle_root()
+    hashes = {name: content_hash(name) for name in [BASE, *todo]}
+    env = {**os.environ, "CONTENT_HASHES": json.dumps(hashes), "DEBIAN_IMAGE": resolve_debian_image(debian_image, log),
+           "REGISTRY": os.environ.get("DEEPGYM_REGISTRY", ""), "TAG": os.environ.get("DEEPGYM_TAG", "latest")}
+    print(f"deepgym: building {len(todo)} image(s) with docker buildx bake: {', '.join(todo)}", file=log)
+    command = ["docker", "buildx", "bake", "--file", str(root / "docker-bake.hcl"), BASE, *todo]
+    log.flush()
+    if subprocess.run(command, cwd=root, env=env, stdout=log, stderr=log).returncode != 0:
+        raise ImageBuildError(f"docker buildx bake failed for {', '.join(todo)}; its output is above")
+    return todo

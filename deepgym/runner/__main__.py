@@ -1,0 +1,77 @@
+"""Entry point: ``python3 -m deepgym_runner [--request FILE] [--env-dir DIR] [--unconfined]``.
+
+Reads one request (stdin by default), writes protocol events to stdout, exits 0 whenever it wrote a report
+(whatever the verdict) and 2 when the request itself was unreadable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+import traceback
+
+from . import judge
+from .protocol import IN_PLAY, REPORT, STARTED, Request, event_line
+from .sandbox import SUBMISSION_UID
+
+DEFAULT_ENV_DIR = "/opt/deepgym/env"
+
+
+def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
+    """Why this image cannot judge fairly, or None. Shipped self-check: a misbuilt image (hidden tests the
+    submission could read, a runner without the right to switch users) gives no verdict, never a score."""
+    required = {"function": "cases.py"}.get(kind)
+    if not os.path.isdir(env_dir):
+        return f"the hidden tests directory {env_dir} does not exist"
+    if required and not os.path.isfile(os.path.join(env_dir, required)):
+        return f"the hidden tests directory {env_dir} has no {required}"
+    if confined:
+        info = os.stat(env_dir)
+        if info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
+            return f"{env_dir} is readable by other users (mode {stat.S_IMODE(info.st_mode):o}); rebuild the image"
+        if os.geteuid() != 0:
+            return "the runner must start as root (with only CAP_SETUID, CAP_SETGID and CAP_KILL) to confine submissions"
+        if SUBMISSION_UID == os.geteuid():
+            return "the submission user must differ from the runner's"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="deepgym_runner", description=__doc__)
+    parser.add_argument("--request", help="read the request from this file instead of stdin")
+    parser.add_argument("--env-dir", default=DEFAULT_ENV_DIR, help="the hidden tests (default: %(default)s)")
+    parser.add_argument("--unconfined", action="store_true",
+                        help="run submissions as this user, without isolation (the local runtime only)")
+    args = parser.parse_args(argv)
+    try:
+        if args.request:
+            with open(args.request, "rb") as f:
+                raw = f.read()
+        else:
+            raw = sys.stdin.buffer.read()
+        request = Request.from_json(raw)
+    except Exception as exc:  # noqa: BLE001 - anything unreadable is the host's problem, reported on stderr
+        print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
+        return 2
+
+    def emit(event: str, payload: dict | None = None) -> None:
+        sys.stdout.write(event_line(request.nonce, event, payload))
+        sys.stdout.flush()
+
+    try:
+        problem = environment_problem(args.env_dir, request.kind, confined=not args.unconfined)
+        if problem is not None:
+            report = judge.no_verdict("verifier_error", problem)
+        else:
+            emit(STARTED)
+            report = judge.run(request, args.env_dir, not args.unconfined, lambda: emit(IN_PLAY))
+    except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
+        report = judge.no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
+    emit(REPORT, {"report": report})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

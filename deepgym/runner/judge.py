@@ -1,0 +1,74 @@
+"""From hidden-test results to the runner's report: scoring, the error type, the details line.
+
+A report is either ``{"outcome": "scored", "score", "passed", "error_type", "details", "cases", "cases_total",
+"timings"}`` or ``{"outcome": "no_verdict", "error_type", "reason"}``. The host validates it again
+(:func:`deepgym.verdict.classify`); the runner never decides anything the host has not agreed to.
+
+Scoring is an environment setting. ``all_or_nothing`` (the default) gives 1.0 only when every hidden case
+passes and stops at the first failure, so wrong answers cost little time; ``partial`` gives the fraction of
+cases passed and runs them all. Partial credit is denser but rewards hard-coding the prompt's examples.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from typing import Any, Callable
+
+from . import function
+from .sandbox import Sandbox
+
+SCORINGS = ("all_or_nothing", "partial")
+KINDS: dict[str, Callable[..., tuple[list[dict[str, Any]], int, float]]] = {
+    "function": function.judge,
+}
+
+
+def no_verdict(error_type: str, reason: str) -> dict[str, Any]:
+    return {"outcome": "no_verdict", "error_type": error_type, "reason": reason[:4000]}
+
+
+def run(request, env_dir: str, confined: bool, on_in_play: Callable[[], None]) -> dict[str, Any]:
+    """Judge one submission and return the report."""
+    if request.kind not in KINDS:
+        return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(KINDS)}")
+    if request.scoring not in SCORINGS:
+        return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
+    sandbox = Sandbox(confined)
+    scratch_root = "/tmp" if confined else tempfile.mkdtemp(prefix="deepgym-scratch-")
+    started = time.monotonic()
+    try:
+        cases, total, cpu_s = KINDS[request.kind](
+            request, env_dir, sandbox, scratch_root, on_in_play, fail_fast=request.scoring == "all_or_nothing")
+    except function.HostOverloaded as exc:
+        return no_verdict("host_overloaded", str(exc))
+    finally:
+        sandbox.kill_all()
+        if not confined:
+            shutil.rmtree(scratch_root, ignore_errors=True)
+    if total == 0:
+        return no_verdict("verifier_error", "the hidden tests define no cases")
+    timings = {"runner_s": round(time.monotonic() - started, 4), "submission_cpu_s": round(cpu_s, 4)}
+    return score(cases, total, request.scoring, timings)
+
+
+def score(cases: list[dict[str, Any]], total: int, scoring: str, timings: dict[str, float]) -> dict[str, Any]:
+    """The scored report for case results (``cases`` may stop short of ``total`` after a failure)."""
+    passed = sum(1 for case in cases if case["passed"])
+    all_passed = passed == total
+    first_failure = next((case for case in cases if not case["passed"]), None)
+    details = f"{passed}/{total} cases passed"
+    if first_failure is not None:
+        why = first_failure["error"] or (f"expected {first_failure['expected']}, got {first_failure['actual']}")
+        details += f"; first failure: case {first_failure['id']} ({first_failure['error_type']}): {why}"
+    return {
+        "outcome": "scored",
+        "score": 1.0 if all_passed else (passed / total if scoring == "partial" else 0.0),
+        "passed": all_passed,
+        "error_type": None if first_failure is None else first_failure["error_type"],
+        "details": details,
+        "cases": cases,
+        "cases_total": total,
+        "timings": timings,
+    }

@@ -1,0 +1,150 @@
+"""The wire format between the host and the runner, and the error-type vocabulary both sides speak.
+
+Request: one JSON object on the runner's stdin (or in a file), see :class:`Request`.
+
+Events: the runner writes lines ``@@deepgym <nonce> <json>`` to its stdout. Only the runner writes there; the
+submission's processes get pipes of their own. The host ignores every other line and every line with another
+nonce. Three events exist:
+
+- ``started``: the request was read and the hidden tests were found.
+- ``in_play``: submission code is about to run. Anything that goes wrong after this line may be the
+  submission's doing; anything before it cannot be.
+- ``report``: the final report (exactly one). See :func:`report`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+MARKER = "@@deepgym"
+STARTED = "started"
+IN_PLAY = "in_play"
+REPORT = "report"
+
+# error_type -> (scored, meaning). Scored types are the submission's fault and come with a score (0 unless
+# some cases passed under partial credit); the others mean "no verdict": the infrastructure failed.
+ERROR_TYPES: dict[str, tuple[bool, str]] = {
+    "no_code_block": (True, "the response had no fenced code block; nothing was run"),
+    "wrong_answer": (True, "the submission ran but returned or printed a wrong result"),
+    "solution_error": (True, "the submission did not compile, raised, crashed or exited early"),
+    "solution_timeout": (True, "the submission used up its CPU time, or slept past its wall-clock limit"),
+    "solution_oom": (True, "the submission ran out of memory (its own limit, or the whole sandbox)"),
+    "output_limit_exceeded": (True, "the submission wrote more output than the limit allows"),
+    "policy_sandbox_failure": (True, "the submission left the sandbox unusable for the rest of the run"),
+    "daemon_unavailable": (False, "the container engine or provider could not be reached"),
+    "image_missing": (False, "the environment's image is not built or not pulled"),
+    "sandbox_start_failure": (False, "the sandbox could not be created or started"),
+    "sandbox_lost": (False, "the sandbox was killed or removed from outside, or the connection to it was lost"),
+    "verifier_error": (False, "the runner or the hidden tests failed, or their report was unreadable"),
+    "verifier_timeout": (False, "the runner did not finish before the host's deadline, and no submission code had run"),
+    "invalid_score": (False, "the report's score was not a finite number in [0, 1]"),
+    "host_overloaded": (False, "a wall-clock limit fired while the host starved the submission of CPU"),
+}
+
+
+def is_scored(error_type: str) -> bool:
+    """True when ``error_type`` is the submission's fault (a score), False when it means no verdict."""
+    return ERROR_TYPES[error_type][0]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one sample. CPU limits count the submission's own CPU time, so a busy host does
+    not make a correct answer time out; wall-clock limits are a backstop derived from them."""
+
+    case_cpu_s: float = 2.0
+    total_cpu_s: float = 20.0
+    memory_mb: int = 512
+    pids: int = 64
+    nofile: int = 256
+    output_kb: int = 1024
+    tmpfs_mb: int = 64
+    cpus: float = 1.0
+
+    # A case may take this many times its CPU limit in wall-clock time before the wall limit fires.
+    WALL_FACTOR = 3.0
+    # Seconds the host waits beyond the runner's own budget before it kills the sandbox.
+    HOST_GRACE_S = 30.0
+
+    @property
+    def case_wall_s(self) -> float:
+        return self.case_cpu_s * self.WALL_FACTOR + 1.0
+
+    @property
+    def total_wall_s(self) -> float:
+        return self.total_cpu_s * self.WALL_FACTOR + 5.0
+
+    @property
+    def host_deadline_s(self) -> float:
+        return self.total_wall_s + self.HOST_GRACE_S
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Limits:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown limit(s) {unknown}; known: {sorted(known)}")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the host asks of the runner for one sample."""
+
+    nonce: str
+    kind: str
+    submission: str
+    entry_point: str | None = None
+    variant: int = 0
+    scoring: str = "all_or_nothing"
+    limits: Limits = Limits()
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["limits"] = self.limits.to_dict()
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Request:
+        data = json.loads(text)
+        data["limits"] = Limits.from_dict(data.get("limits", {}))
+        return cls(**data)
+
+
+def event_line(nonce: str, event: str, payload: dict[str, Any] | None = None) -> str:
+    """One line of the runner's stdout protocol, newline included."""
+    body = {"event": event, **(payload or {})}
+    return f"{MARKER} {nonce} {json.dumps(body, allow_nan=False)}\n"
+
+
+def parse_events(stdout: bytes, nonce: str) -> list[dict[str, Any]]:
+    """The events carrying ``nonce`` in a runner's stdout, in order. Other lines are ignored; a marked line
+    that is not valid JSON is returned as ``{"event": "malformed"}`` so the caller can refuse to trust it."""
+    prefix = f"{MARKER} {nonce} ".encode()
+    events: list[dict[str, Any]] = []
+    for line in stdout.splitlines():
+        if not line.startswith(prefix):
+            continue
+        try:
+            event = json.loads(line[len(prefix):])
+        except ValueError:
+            event = None
+        events.append(event if isinstance(event, dict) else {"event": "malformed"})
+    return events
+
+
+def finite_score(value: Any) -> float | None:
+    """``value`` as a score if it is a real number in [0, 1] (within 1e-9), else None. Never clamps a value
+    that is really out of range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    if not math.isfinite(value) or value < -1e-9 or value > 1 + 1e-9:
+        return None
+    return min(1.0, max(0.0, value))

@@ -1,0 +1,304 @@
+"""Untrusted processes: spawn them confined, measure them, and kill everything they started.
+
+Two confinements exist. ``container`` is the real one: the runner is root holding only CAP_SETUID,
+CAP_SETGID and CAP_KILL, and every untrusted process runs as :data:`SUBMISSION_UID` with no capabilities,
+so it cannot read the hidden tests (root-only), signal the runner, or write its stdout. ``none`` is for the
+host-side ``local`` runtime: the same code, same user, no isolation at all.
+
+CPU time is what limits a submission (see :class:`Limits`): inside a container it comes from the container's
+cgroup, which also counts processes that already exited. The run state of the untrusted threads is sampled
+so that a wall-clock limit can tell "slept" from "was starved by a busy host".
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .protocol import Limits
+
+SUBMISSION_UID = 10000
+SUBMISSION_GID = 10000
+CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PSI_CPU = Path("/proc/pressure/cpu")
+_CGROUP_CPU = (
+    Path("/sys/fs/cgroup/cpuacct/cpuacct.usage"),  # v1, nanoseconds
+    Path("/sys/fs/cgroup/cpu.stat"),  # v2, usage_usec line
+)
+_CGROUP_OOM = (
+    Path("/sys/fs/cgroup/memory/memory.oom_control"),  # v1, "oom_kill N"
+    Path("/sys/fs/cgroup/memory.events"),  # v2, "oom_kill N"
+)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _keyed(text: str, key: str) -> int | None:
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == key:
+            return int(parts[1])
+    return None
+
+
+def cgroup_cpu_s() -> float | None:
+    """CPU seconds used by every process of this cgroup (the whole container), or None outside one."""
+    v1 = _read(_CGROUP_CPU[0])
+    if v1 is not None:
+        return int(v1) / 1e9
+    v2 = _read(_CGROUP_CPU[1])
+    if v2 is not None:
+        usec = _keyed(v2, "usage_usec")
+        return None if usec is None else usec / 1e6
+    return None
+
+
+def cgroup_oom_kills() -> int | None:
+    """How many processes the kernel has OOM-killed in this cgroup, or None when unknown."""
+    for path in _CGROUP_OOM:
+        text = _read(path)
+        if text is not None:
+            return _keyed(text, "oom_kill")
+    return None
+
+
+def psi_cpu_stall_s() -> float | None:
+    """Host-wide seconds during which some runnable task waited for a CPU (PSI), or None without PSI."""
+    text = _read(PSI_CPU)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("some "):
+            for item in line.split():
+                if item.startswith("total="):
+                    return int(item[6:]) / 1e6
+    return None
+
+
+@dataclass
+class _Stat:
+    state: str
+    session: int
+    cpu_s: float
+    start: int
+
+
+def _stat(pid: int | str) -> _Stat | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    parts = data[data.rindex(b")") + 2:].split()
+    ticks = sum(int(x) for x in parts[11:15])  # utime stime cutime cstime
+    return _Stat(parts[0].decode(), int(parts[3]), ticks / CLK_TCK, int(parts[19]))
+
+
+@dataclass
+class Usage:
+    """What the untrusted processes did during one measured window."""
+
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    samples: int = 0
+    runnable_samples: int = 0
+    psi_stall_s: float | None = None
+    oom_kills: int = 0
+
+    @property
+    def runnable_fraction(self) -> float:
+        return self.runnable_samples / self.samples if self.samples else 0.0
+
+    def starved(self) -> bool:
+        """True when the untrusted processes wanted a CPU most of the time but got little of it, and the
+        host's CPU pressure says others held it. Only meaningful when a wall-clock limit fired first."""
+        if self.wall_s <= 0 or self.runnable_fraction < 0.5:
+            return False
+        # The wall limit is WALL_FACTOR times the CPU limit, so a process that got at least 1/WALL_FACTOR
+        # of a CPU always meets its CPU limit before its wall limit: getting less while runnable is starving.
+        if self.cpu_s >= self.wall_s / Limits.WALL_FACTOR:
+            return False
+        return self.psi_stall_s is None or self.psi_stall_s >= 0.2 * self.wall_s
+
+
+class Sandbox:
+    """Spawns untrusted processes and keeps track of everything they start."""
+
+    def __init__(self, confined: bool):
+        self.confined = confined
+        self._sessions: set[int] = set()
+        self._seen_cpu: dict[tuple[int, int], float] = {}
+        self._procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, argv: list[str], *, pass_fds: tuple[int, ...] = (), cwd: str = "/",
+              stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+        """Start an untrusted process with piped stdout/stderr, a clean environment and its own session.
+        Raises OSError when the process cannot be started (the caller decides whose fault that is)."""
+        extra = {}
+        if self.confined:
+            extra = {"user": SUBMISSION_UID, "group": SUBMISSION_GID, "extra_groups": []}
+        proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=pass_fds,
+            cwd=cwd, env=CLEAN_ENV, start_new_session=True, close_fds=True, **extra,
+        )
+        self._procs.append(proc)
+        self._sessions.add(proc.pid)
+        return proc
+
+    def _members(self) -> list[int]:
+        """Pids of every live untrusted process."""
+        pids = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid == os.getpid() or pid == 1:
+                continue
+            if self.confined:
+                try:
+                    if os.stat(f"/proc/{pid}").st_uid == SUBMISSION_UID:
+                        pids.append(pid)
+                except OSError:
+                    continue
+            else:
+                st = _stat(pid)
+                if st is not None and st.session in self._sessions:
+                    pids.append(pid)
+        return pids
+
+    def _any_runnable(self, pids: list[int]) -> bool:
+        for pid in pids:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                st = _stat(f"{pid}/task/{tid}")
+                if st is not None and st.state == "R":
+                    return True
+        return False
+
+    def _process_cpu_s(self, pids: list[int]) -> float:
+        """Fallback CPU measure outside a cgroup: the last value seen for every process ever seen."""
+        for pid in pids:
+            st = _stat(pid)
+            if st is not None:
+                self._seen_cpu[(pid, st.start)] = st.cpu_s
+        return sum(self._seen_cpu.values())
+
+    def cpu_s(self) -> float:
+        """CPU seconds the untrusted processes have used so far (monotonic)."""
+        if self.confined:
+            total = cgroup_cpu_s()
+            if total is not None:
+                return max(0.0, total - time.process_time())
+        return self._process_cpu_s(self._members())
+
+    def watch(self) -> Meter:
+        """Start measuring a window (one case, or loading the submission)."""
+        return Meter(self)
+
+    def kill_all(self) -> None:
+        """SIGKILL every untrusted process, including daemonized grandchildren, and reap our children.
+
+        Confined, ``kill(-1)`` reaches every process in the container but PID 1 and the runner itself, in one
+        atomic sweep that a fork bomb cannot outrun. Unconfined, each session we started is killed."""
+        if self.confined:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        else:
+            for pid in self._members():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            for sid in self._sessions:
+                try:
+                    os.killpg(sid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for proc in self._procs:
+            proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        self._procs.clear()
+        deadline = time.monotonic() + 2.0
+        while self._members() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+@dataclass
+class Meter:
+    """Measures the untrusted processes over a window; call :meth:`tick` while waiting."""
+
+    sandbox: Sandbox
+    usage: Usage = field(default_factory=Usage)
+
+    def __post_init__(self) -> None:
+        self._wall0 = time.monotonic()
+        self._cpu0 = self.sandbox.cpu_s()
+        self._psi0 = psi_cpu_stall_s()
+        self._oom0 = cgroup_oom_kills()
+
+    def tick(self) -> Usage:
+        """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes)."""
+        usage = self.usage
+        usage.wall_s = time.monotonic() - self._wall0
+        usage.cpu_s = max(0.0, self.sandbox.cpu_s() - self._cpu0)
+        usage.samples += 1
+        if self.sandbox._any_runnable(self.sandbox._members()):
+            usage.runnable_samples += 1
+        psi = psi_cpu_stall_s()
+        if psi is not None and self._psi0 is not None:
+            usage.psi_stall_s = psi - self._psi0
+        oom = cgroup_oom_kills()
+        if oom is not None and self._oom0 is not None:
+            usage.oom_kills = oom - self._oom0
+        return usage
+
+
+class OutputCapture:
+    """Drains an untrusted process's stdout and stderr, keeping a short head of each and counting bytes, so
+    a flood can neither block the process on a full pipe nor exhaust the runner's memory."""
+
+    HEAD_BYTES = 4096
+
+    def __init__(self, proc: subprocess.Popen[bytes], selector: selectors.BaseSelector):
+        self.heads: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self.total = 0
+        self._selector = selector
+        for name in ("stdout", "stderr"):
+            stream = getattr(proc, name)
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream, selectors.EVENT_READ, ("output", name))
+
+    def read(self, stream, name: str) -> None:
+        try:
+            chunk = os.read(stream.fileno(), 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._selector.unregister(stream)
+            return
+        self.total += len(chunk)
+        head = self.heads[name]
+        if len(head) < self.HEAD_BYTES:
+            head.extend(chunk[: self.HEAD_BYTES - len(head)])
+
+    def text(self, name: str) -> str:
+        return self.heads[name].decode("utf-8", "replace")

@@ -1,0 +1,215 @@
+"""The verdict contract: what a judged sample is, what "no verdict" is, and the one rule between them.
+
+Three outcomes exist. A *scored* sample has a :class:`Verdict` with a score in [0, 1]; a score of 0 may carry
+an ``error_type`` saying what the submission did wrong (``solution_timeout`` among them). *No verdict* is a
+:class:`NoVerdictError`: the infrastructure failed and the sample must not be trained on, never as a 0.
+
+Every runtime reports what it saw as an :class:`Observation`; :func:`classify` alone turns that into an
+outcome. The rows of its table, in order:
+
+====  ===========================================================  =============================
+row   observation                                                  outcome
+====  ===========================================================  =============================
+1     the runtime failed (daemon, image, start, sandbox vanished)   no verdict, the runtime's type
+2     a runner line with our nonce is not valid JSON                no verdict, verifier_error
+3     more than one report                                         no verdict, verifier_error
+4     report says no verdict with a known no-verdict type          no verdict, that type
+5     report is not a well-formed scored report                    no verdict, verifier_error
+6     report's score is not a finite number in [0, 1]              no verdict, invalid_score
+7     well-formed scored report                                    scored, as reported
+8     no report, sandbox OOM-killed, submission in play            scored 0, solution_oom
+9     no report, sandbox OOM-killed before the submission ran      no verdict, verifier_error
+10    no report, host deadline hit, submission in play             scored 0, solution_timeout
+11    no report, host deadline hit before the submission ran       no verdict, verifier_timeout
+12    no report, killed by a signal (exit 137/143)                 no verdict, sandbox_lost
+13    no report, anything else                                     no verdict, verifier_error
+====  ===========================================================  =============================
+
+Row 10 is the submission's fault because the runner enforces every limit itself and only misses the host's
+deadline when the submission starves it (a fork bomb of busy processes, say); a host too busy to judge fairly
+is detected by the runner and reported as ``host_overloaded`` (row 4). Rows 12-13 cannot be the submission's
+doing: it runs as another user and cannot signal the runner, so a dead runner without an OOM kill is ours.
+
+The error-type vocabulary lives in :data:`deepgym.runner.protocol.ERROR_TYPES`, shared with the runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .errors import DeepGymError
+from .runner.protocol import ERROR_TYPES, IN_PLAY, REPORT, Request, finite_score, is_scored, parse_events
+
+__all__ = ["ERROR_TYPES", "CaseResult", "NoVerdictError", "Observation", "Verdict", "classify", "is_scored"]
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One hidden case: its id, whether it passed, short summaries of input, expected and actual values."""
+
+    id: str
+    passed: bool
+    input: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    error_type: str | None = None
+    error: str | None = None
+    cpu_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judged sample. ``score`` is in [0, 1]; ``passed`` means every hidden case passed."""
+
+    score: float
+    passed: bool
+    error_type: str | None
+    details: str
+    environment: str
+    runtime: str
+    variant: int = 0
+    cases: tuple[CaseResult, ...] = ()
+    cases_total: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    image_id: str | None = None
+
+    has_verdict = True
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cases"] = [asdict(case) for case in self.cases]
+        data["has_verdict"] = True
+        return data
+
+
+class NoVerdictError(DeepGymError):
+    """The infrastructure failed, so this sample has no verdict and must not be trained on (never as a 0).
+
+    It is raised by :meth:`deepgym.DeepGym.run` and returned in place of a verdict by ``run_batch``, so both
+    kinds of batch entry answer ``has_verdict``, ``score``, ``error_type`` and ``to_dict()``.
+    """
+
+    has_verdict = False
+    score = None
+    passed = None
+
+    def __init__(self, error_type: str, reason: str, *, environment: str | None = None,
+                 runtime: str | None = None, variant: int = 0):
+        if error_type not in ERROR_TYPES or is_scored(error_type):
+            raise ValueError(f"{error_type!r} is not a no-verdict error type")
+        self.error_type = error_type
+        self.reason = reason
+        self.environment = environment
+        self.runtime = runtime
+        self.variant = variant
+        where = f" [{environment} on {runtime}]" if environment else ""
+        super().__init__(f"no verdict ({error_type}){where}: {reason}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"has_verdict": False, "score": None, "passed": None, "error_type": self.error_type,
+                "reason": self.reason, "environment": self.environment, "runtime": self.runtime,
+                "variant": self.variant}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a runtime saw while running the runner for one request. Runtimes fill it; only
+    :func:`classify` interprets it."""
+
+    runtime: str
+    infra_error: str | None = None
+    infra_reason: str = ""
+    exit_code: int | None = None
+    oom_killed: bool = False
+    deadline_hit: bool = False
+    stdout: bytes = b""
+    stderr_tail: str = ""
+    elapsed_s: float = 0.0
+    image_id: str | None = None
+
+
+def classify(request: Request, observation: Observation, environment: str) -> Verdict | NoVerdictError:
+    """The one rule from an observation to an outcome (see the module's table). Pure: no I/O."""
+    obs = observation
+
+    def no_verdict(error_type: str, reason: str) -> NoVerdictError:
+        return NoVerdictError(error_type, reason, environment=environment, runtime=obs.runtime,
+                              variant=request.variant)
+
+    def zero(error_type: str, details: str) -> Verdict:
+        return Verdict(score=0.0, passed=False, error_type=error_type, details=details, environment=environment,
+                       runtime=obs.runtime, variant=request.variant, timings={"total_s": round(obs.elapsed_s, 4)},
+                       image_id=obs.image_id)
+
+    if obs.infra_error is not None:  # row 1
+        if obs.infra_error not in ERROR_TYPES or is_scored(obs.infra_error):
+            return no_verdict("verifier_error", f"runtime reported unknown failure {obs.infra_error!r}: "
+                                                f"{obs.infra_reason}")
+        return no_verdict(obs.infra_error, obs.infra_reason)
+
+    events = parse_events(obs.stdout, request.nonce)
+    if any(event.get("event") == "malformed" for event in events):  # row 2
+        return no_verdict("verifier_error", "the runner wrote a line that is not valid JSON")
+    reports = [event.get("report") for event in events if event.get("event") == REPORT]
+    if len(reports) > 1:  # row 3
+        return no_verdict("verifier_error", f"the runner wrote {len(reports)} reports")
+    if reports:
+        return _from_report(reports[0], request, obs, environment, no_verdict)
+
+    in_play = any(event.get("event") == IN_PLAY for event in events)
+    suffix = f" (exit status {obs.exit_code}){_stderr(obs)}"
+    if obs.oom_killed:
+        if in_play:  # row 8
+            return zero("solution_oom", "the whole sandbox ran out of memory while the submission ran")
+        return no_verdict("verifier_error", "the sandbox ran out of memory before the submission ran" + suffix)  # row 9
+    if obs.deadline_hit:
+        if in_play:  # row 10
+            return zero("solution_timeout", "the submission kept the runner from reporting before the host's deadline")
+        return no_verdict("verifier_timeout", "the runner did not report before the host's deadline, "
+                                              "and no submission code had run")  # row 11
+    if obs.exit_code in (137, 143):  # row 12
+        return no_verdict("sandbox_lost", "the sandbox was killed from outside before the runner reported" + suffix)
+    return no_verdict("verifier_error", "the runner ended without a report" + suffix)  # row 13
+
+
+def _stderr(obs: Observation) -> str:
+    tail = obs.stderr_tail.strip()
+    return f"; runner stderr: {tail[-1000:]}" if tail else ""
+
+
+def _from_report(report: Any, request: Request, obs: Observation, environment: str, no_verdict) -> Verdict | NoVerdictError:
+    if not isinstance(report, dict):
+        return no_verdict("verifier_error", "the runner's report is not a JSON object")  # row 5
+    error_type = report.get("error_type")
+    if report.get("outcome") == "no_verdict":
+        if error_type in ERROR_TYPES and not is_scored(error_type):  # row 4
+            return no_verdict(error_type, str(report.get("reason", "")))
+        return no_verdict("verifier_error", f"the runner reported no verdict with unknown type {error_type!r}")
+    if report.get("outcome") != "scored":  # row 5
+        return no_verdict("verifier_error", f"the runner's report has unknown outcome {report.get('outcome')!r}")
+    score = finite_score(report.get("score"))
+    if score is None:  # row 6
+        return no_verdict("invalid_score", f"the runner reported score {report.get('score')!r}")
+    passed = report.get("passed")
+    problem = None
+    if not isinstance(passed, bool):
+        problem = f"passed is {passed!r}, not a boolean"
+    elif error_type is not None and (error_type not in ERROR_TYPES or not is_scored(error_type)):
+        problem = f"error_type {error_type!r} is not a scored error type"
+    elif passed and (score != 1.0 or error_type is not None):
+        problem = f"passed with score {score} and error_type {error_type!r}"
+    elif not passed and error_type is None:
+        problem = "not passed, but no error_type says why"
+    try:
+        cases = tuple(CaseResult(**case) for case in report.get("cases", []))
+        cases_total = int(report.get("cases_total", len(cases)))
+        timings = {str(k): float(v) for k, v in dict(report.get("timings", {})).items()}
+    except (TypeError, ValueError) as exc:
+        problem = problem or f"malformed cases or timings: {exc}"
+    if problem is not None:  # row 5
+        return no_verdict("verifier_error", f"the runner's report is inconsistent: {problem}")
+    timings["total_s"] = round(obs.elapsed_s, 4)
+    return Verdict(score=score, passed=passed, error_type=error_type, details=str(report.get("details", "")),  # row 7
+                   environment=environment, runtime=obs.runtime, variant=request.variant, cases=cases,
+                   cases_total=cases_total, timings=timings, image_id=obs.image_id)
