@@ -73,22 +73,23 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Build what is missing, then score the reference and every known-wrong solution as model responses."""
+    """Build what is missing, then score each environment's reference and one known-wrong solution, sent as
+    model responses (prose around a fenced block)."""
     from .client import DeepGym
     from .environments import load_environment
     from .images import build
 
-    env = load_environment(args.environment)
-    build([env.id])
-    solutions = env.solutions()
-    picked = ["reference", *sorted(name for name in solutions if name.startswith("wrong_"))[:1]]
+    envs = [load_environment(name) for name in args.environments]
+    build([env.id for env in envs])
     with DeepGym(mode=args.mode) as gym:
-        for name in picked:
-            language = "diff" if solutions[name].suffix == ".diff" else "python"
-            response = f"Here is my answer.\n\n```{language}\n{solutions[name].read_text()}```\n"
-            outcome = gym.judge(env, response)
-            shown = {k: outcome.to_dict().get(k) for k in ("score", "passed", "error_type", "has_verdict", "details")}
-            print(f"{env.id} / {name}: {json.dumps(shown)}")
+        for env in envs:
+            solutions = env.solutions()
+            for name in ["reference", sorted(n for n in solutions if n.startswith("wrong_"))[0]]:
+                language = "diff" if solutions[name].suffix == ".diff" else "python"
+                response = f"Here is my answer.\n\n```{language}\n{solutions[name].read_text()}```\n"
+                outcome = gym.judge(env, response).to_dict()
+                shown = {k: outcome.get(k) for k in ("score", "passed", "error_type", "has_verdict", "details")}
+                print(f"{env.id} / {name}: {json.dumps(shown)}")
     return EXIT_OK
 
 
@@ -122,9 +123,11 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cleanup)
 
     p = sub.add_parser("demo", help="build what is missing and score a right and a wrong answer")
-    p.add_argument("environment", nargs="?", default="coin_change")
+    p.add_argument("environments", nargs="*", metavar="ENV", default=["coin_change", "two_sum"])
     p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
     p.set_defaults(func=cmd_demo)
+    from .integrations.verl_cli import add_verl_commands
+    add_verl_commands(sub)
     return top
 
 

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
 from .environments import Environment, load_environment
-from .extract import extract_code
+from .extract import extract_code, extract_patch
 from .runner.protocol import Request
 from .runtime import MODES, make_runtime
 from .verdict import NoVerdictError, Observation, Verdict, classify
@@ -76,11 +76,15 @@ class DeepGym:
     def judge(self, env: str | Environment, response: str, *, variant: int = 0) -> Outcome:
         """The outcome for one response, returned rather than raised."""
         env = load_environment(env)
-        code = extract_code(response)
+        if not 0 <= variant < env.variants:
+            raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
+                             f"0 to {env.variants - 1}")
+        code = extract_patch(response) if env.kind == "patch" else extract_code(response)
         if code is None:
-            return Verdict(score=0.0, passed=False, error_type="no_code_block",
-                           details="the response has no fenced code block, so nothing was run",
-                           environment=env.id, runtime=self.backend, variant=variant)
+            error_type = "invalid_patch" if env.kind == "patch" else "no_code_block"
+            return Verdict(score=0.0, passed=False, error_type=error_type,
+                           details=f"the response has no {'diff' if env.kind == 'patch' else 'fenced code block'}, "
+                                   "so nothing was run", environment=env.id, runtime=self.backend, variant=variant)
         request = Request(nonce=secrets.token_hex(16), kind=env.kind, submission=code, entry_point=env.entry_point,
                           variant=variant, scoring=env.scoring, limits=env.limits)
         started = time.monotonic()

@@ -5,20 +5,28 @@ An environment is a folder ``environments/<id>/`` holding ``manifest.yaml``, the
 ``solutions/reference.*`` and at least two ``solutions/wrong_*`` files. Extra folders of environments can be
 added with ``DEEPGYM_ENVIRONMENTS=/path/a:/path/b``.
 
+What ``tests/`` holds depends on the kind (the image copies it to /opt/deepgym/env):
+
+- ``function``: ``cases.py`` with ``cases(variant)`` (see deepgym/runner/function.py)
+- ``program``: ``cases/<id>.in`` and ``cases/<id>.out``, optional ``config.json`` (deepgym/runner/program.py)
+- ``patch``: ``repo/``, ``hidden/`` and ``spec.json`` (deepgym/runner/patch.py)
+
 Manifest keys (unknown keys are an error):
 
 =============  ========  ==============================================================================
 key            required  meaning
 =============  ========  ==============================================================================
 id             yes       the environment's name; must equal the folder's name
-kind           yes       ``function`` (implement a named Python function)
+kind           yes       ``function`` (implement a named Python function), ``program`` (a whole program
+                         reading stdin) or ``patch`` (a unified diff to a baked repository)
 prompt         yes       file with the task text shown to the model, relative to the folder
-entry_point    function  the function the hidden tests call
+entry_point    function  the function the hidden tests call (function tasks only)
 title          no        one line for listings
 difficulty     no        ``easy``, ``medium`` or ``hard``
 scoring        no        ``all_or_nothing`` (default) or ``partial`` (fraction of hidden cases passed)
 limits         no        any of the :class:`~deepgym.runner.protocol.Limits` fields, each within range
 tags           no        list of strings
+variants       no        how many seeded variants ``cases(variant)`` knows (default 1); pick one per call
 =============  ========  ==============================================================================
 """
 
@@ -34,13 +42,13 @@ from typing import Any
 import yaml
 
 from .errors import EnvironmentNotFoundError, ManifestError
-from .runner.judge import SCORINGS
-from .runner.protocol import Limits
+from .runner.protocol import KINDS, SCORINGS, Limits
 
-KINDS = ("function",)
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
-_KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags"}
+_KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants"}
+# What each kind's tests/ folder must hold.
+REQUIRED_TESTS = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "hidden", "spec.json")}
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
@@ -78,6 +86,7 @@ class Environment:
     scoring: str = "all_or_nothing"
     limits: Limits = Limits()
     tags: tuple[str, ...] = ()
+    variants: int = 1
 
     @property
     def image(self) -> str:
@@ -153,6 +162,12 @@ def parse_manifest(path: Path) -> Environment:
     if data["kind"] == "function" and not (isinstance(entry_point, str) and entry_point.isidentifier()):
         raise _fail(path, "entry_point", f"{entry_point!r} is not a Python function name",
                     "name the function the hidden tests call")
+    if data["kind"] != "function" and entry_point is not None:
+        raise _fail(path, "entry_point", f"{data['kind']} tasks have no entry point", "remove the key")
+    variants = data.get("variants", 1)
+    if isinstance(variants, bool) or not isinstance(variants, int) or not 1 <= variants <= 10_000:
+        raise _fail(path, "variants", f"{variants!r} is not a count between 1 and 10000", "give how many variants "
+                    "cases(variant) supports")
     scoring = data.get("scoring", "all_or_nothing")
     if scoring not in SCORINGS:
         raise _fail(path, "scoring", f"{scoring!r} is not a known scoring", f"use one of {', '.join(SCORINGS)}")
@@ -162,12 +177,14 @@ def parse_manifest(path: Path) -> Environment:
     tags = data.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise _fail(path, "tags", "must be a list of strings", "write tags: [a, b]")
-    for required in ("Dockerfile", "tests"):
+    limits = _limits(path, data.get("limits"))
+    for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in REQUIRED_TESTS[data["kind"]])):
         if not (folder / required).exists():
-            raise _fail(path, "(folder)", f"{folder / required} does not exist", f"add {required} to the environment")
+            raise _fail(path, "(folder)", f"{folder / required} does not exist",
+                        f"add {required} ({data['kind']} environments need it)")
     return Environment(id=env_id, kind=data["kind"], prompt=prompt_file.read_text(), path=folder,
                        entry_point=entry_point, title=str(data.get("title", "")), difficulty=difficulty,
-                       scoring=scoring, limits=_limits(path, data.get("limits")), tags=tuple(tags))
+                       scoring=scoring, limits=limits, tags=tuple(tags), variants=variants)
 
 
 def _manifests() -> dict[str, Path]:

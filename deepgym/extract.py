@@ -9,9 +9,12 @@
 4. The submission is the content of the **last** fenced code block: a fence is three or more backticks or
    tildes, indented by at most three spaces, with any info string (``python``, ``python3.11``, none); it is
    closed by a line of at least as many of the same character. A last block that is never closed (a
-   response cut off at its length limit) runs to the end of the response.
+   response cut off at its length limit) runs to the end of the response; if it is empty, it is no block
+   (a stray closing fence).
 5. A response without any fenced block has no submission. It is scored 0 with error type
    ``no_code_block`` and nothing is run: a policy learns the answer format instead of having prose executed.
+6. Patch tasks take the last fenced block the same way; without one, a bare diff counts from its first
+   ``diff --git`` or ``--- `` line to the end. No diff at all is scored 0 as ``invalid_patch``.
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ def fenced_blocks(text: str) -> list[str]:
         while i < len(lines) and not closing.match(lines[i]):
             body.append(lines[i])
             i += 1
-        blocks.append("\n".join(body))
+        closed = i < len(lines)
+        if closed or any(line.strip() for line in body):
+            blocks.append("\n".join(body))
         i += 1
     return blocks
 
@@ -68,3 +73,13 @@ def extract_code(response: str) -> str | None:
     text = strip_end_tokens(response).replace("\r\n", "\n").replace("\r", "\n")
     blocks = fenced_blocks(drop_reasoning(text))
     return blocks[-1] if blocks else None
+
+
+def extract_patch(response: str) -> str | None:
+    """The diff in ``response``: the last fenced block, else a bare diff (rule 6), else None."""
+    text = drop_reasoning(strip_end_tokens(response).replace("\r\n", "\n").replace("\r", "\n"))
+    blocks = fenced_blocks(text)
+    if blocks:
+        return blocks[-1]
+    match = re.search(r"^(diff --git |--- )", text, re.M)
+    return text[match.start():] if match else None

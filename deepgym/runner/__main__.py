@@ -17,16 +17,17 @@ from .protocol import IN_PLAY, REPORT, STARTED, Request, event_line
 from .sandbox import SUBMISSION_UID
 
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
+REQUIRED = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "spec.json")}
 
 
 def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
     """Why this image cannot judge fairly, or None. Shipped self-check: a misbuilt image (hidden tests the
     submission could read, a runner without the right to switch users) gives no verdict, never a score."""
-    required = {"function": "cases.py"}.get(kind)
     if not os.path.isdir(env_dir):
         return f"the hidden tests directory {env_dir} does not exist"
-    if required and not os.path.isfile(os.path.join(env_dir, required)):
-        return f"the hidden tests directory {env_dir} has no {required}"
+    for required in REQUIRED.get(kind, ()):
+        if not os.path.exists(os.path.join(env_dir, required)):
+            return f"the hidden tests directory {env_dir} has no {required} (needed by {kind} tasks)"
     if confined:
         info = os.stat(env_dir)
         if info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:

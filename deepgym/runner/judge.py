@@ -16,12 +16,14 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from . import function
-from .sandbox import Sandbox
+from . import function, patch, program
+from .protocol import SCORINGS
+from .sandbox import HostOverloaded, Sandbox
 
-SCORINGS = ("all_or_nothing", "partial")
-KINDS: dict[str, Callable[..., tuple[list[dict[str, Any]], int, float]]] = {
+JUDGES: dict[str, Callable[..., tuple[list[dict[str, Any]], int, float]]] = {
     "function": function.judge,
+    "program": program.judge,
+    "patch": patch.judge,
 }
 
 
@@ -31,17 +33,17 @@ def no_verdict(error_type: str, reason: str) -> dict[str, Any]:
 
 def run(request, env_dir: str, confined: bool, on_in_play: Callable[[], None]) -> dict[str, Any]:
     """Judge one submission and return the report."""
-    if request.kind not in KINDS:
-        return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(KINDS)}")
+    if request.kind not in JUDGES:
+        return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
     sandbox = Sandbox(confined)
     scratch_root = "/tmp" if confined else tempfile.mkdtemp(prefix="deepgym-scratch-")
     started = time.monotonic()
     try:
-        cases, total, cpu_s = KINDS[request.kind](
+        cases, total, cpu_s = JUDGES[request.kind](
             request, env_dir, sandbox, scratch_root, on_in_play, fail_fast=request.scoring == "all_or_nothing")
-    except function.HostOverloaded as exc:
+    except HostOverloaded as exc:
         return no_verdict("host_overloaded", str(exc))
     finally:
         sandbox.kill_all()

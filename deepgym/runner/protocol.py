@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 MARKER = "@@deepgym"
+KINDS = ("function", "program", "patch")
+SCORINGS = ("all_or_nothing", "partial")
 STARTED = "started"
 IN_PLAY = "in_play"
 REPORT = "report"
@@ -34,6 +36,10 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
     "solution_oom": (True, "the submission ran out of memory (its own limit, or the whole sandbox)"),
     "output_limit_exceeded": (True, "the submission wrote more output than the limit allows"),
     "policy_sandbox_failure": (True, "the submission left the sandbox unusable for the rest of the run"),
+    "tests_failed": (True, "the patch applied but some of the listed tests failed"),
+    "invalid_patch": (True, "the response has no usable unified diff (none, malformed, or binary)"),
+    "patch_apply_failed": (True, "the diff does not apply, neither with git apply nor with patch --fuzz"),
+    "test_infra_tampering": (True, "the diff touches tests or what the test run loads (conftest.py, config, .pth)"),
     "daemon_unavailable": (False, "the container engine or provider could not be reached"),
     "image_missing": (False, "the environment's image is not built or not pulled"),
     "sandbox_start_failure": (False, "the sandbox could not be created or started"),

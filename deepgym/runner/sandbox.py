@@ -24,6 +24,9 @@ from .protocol import Limits
 
 SUBMISSION_UID = 10000
 SUBMISSION_GID = 10000
+# A second unprivileged user applies diffs (git apply, patch): untrusted input is never parsed as root, and
+# the tree it writes is read-only to the submission's user that runs the tests.
+APPLIER_UID = 10001
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PSI_CPU = Path("/proc/pressure/cpu")
@@ -141,12 +144,13 @@ class Sandbox:
         self._procs: list[subprocess.Popen[bytes]] = []
 
     def spawn(self, argv: list[str], *, pass_fds: tuple[int, ...] = (), cwd: str = "/",
-              stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
-        """Start an untrusted process with piped stdout/stderr, a clean environment and its own session.
-        Raises OSError when the process cannot be started (the caller decides whose fault that is)."""
+              stdin: int | None = subprocess.DEVNULL, uid: int | None = None) -> subprocess.Popen[bytes]:
+        """Start an untrusted process with piped stdout/stderr, a clean environment and its own session, as
+        ``uid`` (default: the submission's user) when confined. Raises OSError when it cannot start."""
         extra = {}
         if self.confined:
-            extra = {"user": SUBMISSION_UID, "group": SUBMISSION_GID, "extra_groups": []}
+            uid = SUBMISSION_UID if uid is None else uid
+            extra = {"user": uid, "group": uid if uid != SUBMISSION_UID else SUBMISSION_GID, "extra_groups": []}
         proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=pass_fds,
             cwd=cwd, env=CLEAN_ENV, start_new_session=True, close_fds=True, **extra,
@@ -270,35 +274,172 @@ class Meter:
         return usage
 
 
-class OutputCapture:
-    """Drains an untrusted process's stdout and stderr, keeping a short head of each and counting bytes, so
-    a flood can neither block the process on a full pipe nor exhaust the runner's memory."""
+class Outcome:
+    """How waiting on an untrusted process ended.
+
+    ``kind`` is ``line`` (a line arrived on the channel), ``exited`` (the process ended, or closed its channel
+    while we waited for a line), ``cpu``, ``wall``, ``starved`` (the wall limit fired while the host starved it),
+    ``output`` (it wrote more than allowed) or ``oom`` (the kernel's OOM killer struck in the sandbox)."""
+
+    def __init__(self, kind: str, usage: Usage, *, line: bytes | None = None, exit_code: int | None = None,
+                 detail: str = ""):
+        self.kind = kind
+        self.usage = usage
+        self.line = line
+        self.exit_code = exit_code
+        self.detail = detail
+
+
+class Supervised:
+    """An untrusted process whose stdout, stderr and optional channel pipe are drained while limits are
+    enforced. stdout is kept up to ``keep_stdout`` bytes (a program's answer); otherwise only a short head."""
 
     HEAD_BYTES = 4096
+    POLL_S = 0.02
+    MAX_LINE_BYTES = 16 << 20
 
-    def __init__(self, proc: subprocess.Popen[bytes], selector: selectors.BaseSelector):
-        self.heads: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
-        self.total = 0
-        self._selector = selector
+    def __init__(self, sandbox: Sandbox, proc: subprocess.Popen[bytes], *, channel_fd: int | None = None,
+                 keep_stdout: int = 0):
+        self.sandbox = sandbox
+        self.proc = proc
+        self.selector = selectors.DefaultSelector()
+        self.kept = {"stdout": bytearray(), "stderr": bytearray()}
+        self.limits = {"stdout": max(keep_stdout, self.HEAD_BYTES), "stderr": self.HEAD_BYTES}
+        self.output_bytes = 0
+        self.channel = bytearray()
+        self.channel_fd = channel_fd
         for name in ("stdout", "stderr"):
             stream = getattr(proc, name)
             os.set_blocking(stream.fileno(), False)
-            selector.register(stream, selectors.EVENT_READ, ("output", name))
+            self.selector.register(stream, selectors.EVENT_READ, name)
+        if channel_fd is not None:
+            os.set_blocking(channel_fd, False)
+            self.selector.register(channel_fd, selectors.EVENT_READ, "channel")
+        self._pidfd = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self._pidfd = os.pidfd_open(proc.pid)
+                self.selector.register(self._pidfd, selectors.EVENT_READ, "exit")
+            except OSError:
+                self._pidfd = None
 
-    def read(self, stream, name: str) -> None:
+    def text(self, name: str) -> str:
+        return self.kept[name].decode("utf-8", "replace")
+
+    def _read(self, key: selectors.SelectorKey) -> bytes | None:
+        """Read what is there; returns the chunk (b"" at end of stream, None if nothing yet)."""
+        fd = key.fd
         try:
-            chunk = os.read(stream.fileno(), 1 << 16)
+            chunk = os.read(fd, 1 << 16)
         except BlockingIOError:
-            return
+            return None
         except OSError:
             chunk = b""
         if not chunk:
-            self._selector.unregister(stream)
-            return
-        self.total += len(chunk)
-        head = self.heads[name]
-        if len(head) < self.HEAD_BYTES:
-            head.extend(chunk[: self.HEAD_BYTES - len(head)])
+            self.selector.unregister(key.fileobj)
+        return chunk
 
-    def text(self, name: str) -> str:
-        return self.heads[name].decode("utf-8", "replace")
+    def _drain_output(self, key: selectors.SelectorKey) -> None:
+        chunk = self._read(key)
+        if chunk:
+            self.output_bytes += len(chunk)
+            kept = self.kept[key.data]
+            room = self.limits[key.data] - len(kept)
+            if room > 0:
+                kept.extend(chunk[:room])
+
+    def wait(self, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float, output_limit: int) -> Outcome:
+        """Wait for a line on the channel (``for_line``) or for the process to exit, whichever applies."""
+        meter = Meter(self.sandbox)
+        while True:
+            exited = False
+            for key, _ in self.selector.select(self.POLL_S):
+                if key.data in ("stdout", "stderr"):
+                    self._drain_output(key)
+                elif key.data == "exit":
+                    exited = True
+                else:
+                    chunk = self._read(key)
+                    if chunk is None:
+                        continue
+                    if not chunk and for_line:
+                        return self._exited(meter.tick())
+                    self.channel.extend(chunk)
+                    if for_line and b"\n" in self.channel:
+                        line, _, rest = bytes(self.channel).partition(b"\n")
+                        self.channel = bytearray(rest)
+                        return Outcome("line", meter.tick(), line=line)
+                    if len(self.channel) > self.MAX_LINE_BYTES:
+                        return Outcome("output", meter.tick(), detail="sent more than 16 MiB to the runner")
+            if exited or (self._pidfd is None and self.proc.poll() is not None):
+                outcome = self._exited(meter.tick())
+                if for_line and b"\n" in self.channel:
+                    line, _, rest = bytes(self.channel).partition(b"\n")
+                    self.channel = bytearray(rest)
+                    return Outcome("line", outcome.usage, line=line)
+                return outcome
+            usage = meter.tick()
+            if self.output_bytes > output_limit:
+                return Outcome("output", usage, detail=f"wrote {self.output_bytes} bytes of output")
+            if usage.oom_kills:
+                return Outcome("oom", usage, detail="killed by the out-of-memory killer")
+            if usage.cpu_s > cpu_limit_s:
+                return Outcome("cpu", usage)
+            if usage.wall_s > wall_limit_s:
+                return Outcome("starved" if usage.starved() else "wall", usage)
+
+    def _exited(self, usage: Usage) -> Outcome:
+        """The process ended (or closed its channel): collect its status and whatever output is left."""
+        try:
+            code = self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return Outcome("exited", usage, detail="closed its channel to the runner")
+        for key in list(self.selector.get_map().values()):
+            if key.data in ("stdout", "stderr"):
+                while key.fileobj in self.selector.get_map():
+                    before = self.output_bytes
+                    self._drain_output(key)
+                    if self.output_bytes == before:
+                        break
+            elif key.data == "channel":
+                while True:
+                    chunk = self._read(key)
+                    if not chunk:
+                        break
+                    self.channel.extend(chunk)
+        if code < 0:
+            return Outcome("exited", usage, exit_code=code, detail=f"was killed by signal {-code}")
+        return Outcome("exited", usage, exit_code=code, detail=f"exited with status {code}")
+
+    def close(self) -> None:
+        self.selector.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self.channel_fd is not None:
+            try:
+                os.close(self.channel_fd)
+            except OSError:
+                pass
+            self.channel_fd = None
+
+
+def failure(outcome: Outcome, doing: str, limits: Limits) -> tuple[str, str]:
+    """(error_type, message) for an outcome that is not a usable result. Raises HostOverloaded when the
+    wall-clock limit fired on a starved submission: nobody can be judged then."""
+    if outcome.kind == "starved":
+        raise HostOverloaded(f"the wall-clock limit of {limits.case_wall_s:g}s fired while {doing}, but the "
+                             f"submission, runnable most of the time, got only {outcome.usage.cpu_s:.2f}s of CPU")
+    if outcome.kind == "cpu":
+        return "solution_timeout", f"used more than {limits.case_cpu_s:g}s of CPU while {doing}"
+    if outcome.kind == "wall":
+        return "solution_timeout", f"did not finish within {limits.case_wall_s:g}s of wall-clock time while {doing}"
+    if outcome.kind == "output":
+        return "output_limit_exceeded", f"{outcome.detail} while {doing} (limit {limits.output_kb} KiB)"
+    if outcome.kind == "oom":
+        return "solution_oom", f"the submission was {outcome.detail} while {doing}"
+    return "solution_error", f"the submission process {outcome.detail} while {doing}"
+
+
+class HostOverloaded(Exception):
+    """A wall-clock limit fired while the host starved the submission of CPU: nobody can be judged."""

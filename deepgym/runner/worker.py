@@ -1,15 +1,21 @@
-"""The untrusted side of a function task. Runs as the submission's user, never as the runner.
+"""The untrusted side of every task. Runs as an unprivileged user, never as the runner.
 
-Before any submission code runs it lowers its own limits (soft = hard, so the submission cannot raise them),
-volunteers to be the first victim of an out-of-memory kill, and moves into a fresh scratch directory. Then it
-loads the submission as module ``solution`` and answers calls: the runner sends arguments as JSON, the worker
-replies with the return value as JSON. Only plain data crosses, so a returned object with a rigged ``__eq__``
-is either encoded as the plain value it really holds or refused; the runner does every comparison.
+``python3 -m deepgym_runner.worker MODE MEMORY_MB NOFILE CPU_S ARGS...``
 
-Everything in this process is under the submission's control once its code has run, including this module's
-functions. That is fine: all it can do is choose which plain values to send back.
+Before anything untrusted runs, the process lowers its own limits (soft = hard, so they cannot be raised
+again) and volunteers as the first victim of an out-of-memory kill. Then, by mode:
 
-Usage: python3 -m deepgym_runner.worker REQUESTS_FD RESPONSES_FD SCRATCH_ROOT MEMORY_MB NOFILE CPU_S
+- ``function SCRATCH REQUESTS_FD REPLIES_FD``: load the submission as module ``solution`` and answer calls.
+  The runner sends arguments as JSON; the worker replies with the return value as JSON. Only plain data
+  crosses, so a rigged ``__eq__`` gains nothing: the runner does every comparison.
+- ``script PATH``: run a submitted program as ``__main__`` (stdin and stdout are the runner's pipes).
+- ``apply STAGE WORK``: as the patch applier's user, copy the staged repository to WORK, apply STAGE/patch.diff
+  with ``git apply`` or else ``patch --fuzz``, then restore the hidden tests over it. Exit 0 applied, 3 not.
+- ``pytest REPO RESULTS_FD NODEID...``: run the listed tests with a plugin that reports each outcome on
+  RESULTS_FD.
+
+Everything in this process is under the submission's control once its code runs, including this module's
+functions; the runner treats whatever comes back as untrusted data.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
+import subprocess
 import sys
 import tempfile
 import types
 
+PATCH_FUZZ = "3"
 
-def _confine(memory_mb: int, nofile: int, cpu_s: int) -> None:
+
+def confine(memory_mb: int, nofile: int, cpu_s: int) -> None:
     memory = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
@@ -33,7 +43,7 @@ def _confine(memory_mb: int, nofile: int, cpu_s: int) -> None:
             f.write("1000")
     except OSError:
         pass
-    sys.setrecursionlimit(10_000)
+    os.umask(0o022)
 
 
 def describe(exc: BaseException) -> str:
@@ -49,20 +59,17 @@ def error_type(exc: BaseException) -> str:
     return "solution_oom" if isinstance(exc, MemoryError) else "solution_error"
 
 
-def _send(out, message: dict) -> None:
-    out.write(json.dumps(message).encode() + b"\n")
-    out.flush()
-
-
-def main(argv: list[str]) -> None:
-    requests_fd, responses_fd = int(argv[0]), int(argv[1])
-    scratch_root, memory_mb, nofile, cpu_s = argv[2], int(argv[3]), int(argv[4]), int(argv[5])
-    _confine(memory_mb, nofile, cpu_s)
+def serve_function(scratch_root: str, requests_fd: int, replies_fd: int) -> None:
+    sys.setrecursionlimit(10_000)
     scratch = tempfile.mkdtemp(prefix="solution-", dir=scratch_root)
     os.chdir(scratch)
     os.environ["HOME"] = scratch
     requests = os.fdopen(requests_fd, "rb")
-    responses = os.fdopen(responses_fd, "wb")
+    replies = os.fdopen(replies_fd, "wb")
+
+    def send(message: dict) -> None:
+        replies.write(json.dumps(message).encode() + b"\n")
+        replies.flush()
 
     hello = json.loads(requests.readline())
     module = types.ModuleType("solution")
@@ -74,21 +81,97 @@ def main(argv: list[str]) -> None:
         if not callable(entry):
             raise NameError(f"the submission does not define a function named {hello['entry_point']!r}")
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are the submission's too
-        _send(responses, {"event": "load_error", "error_type": error_type(exc), "error": describe(exc)})
+        send({"event": "load_error", "error_type": error_type(exc), "error": describe(exc)})
         return
-    _send(responses, {"event": "ready"})
-
+    send({"event": "ready"})
     for line in requests:
         call = json.loads(line)
         try:
-            value = entry(*call["args"])
-            encoded = json.dumps({"id": call["id"], "ok": True, "value": value})
+            message = {"id": call["id"], "ok": True, "value": entry(*call["args"])}
+            encoded = json.dumps(message)
         except BaseException as exc:  # noqa: BLE001
-            encoded = json.dumps({"id": call["id"], "ok": False, "error_type": error_type(exc),
-                                  "error": describe(exc)})
-        responses.write(encoded.encode() + b"\n")
-        responses.flush()
+            encoded = json.dumps({"id": call["id"], "ok": False, "error_type": error_type(exc), "error": describe(exc)})
+        replies.write(encoded.encode() + b"\n")
+        replies.flush()
+
+
+def run_script(path: str) -> None:
+    import runpy
+
+    sys.argv = [path]
+    sys.setrecursionlimit(10_000)
+    runpy.run_path(path, run_name="__main__")
+
+
+def apply_patch(stage: str, work: str) -> int:
+    """Copy STAGE/repo to WORK, apply STAGE/patch.diff, restore STAGE/hidden over it. 0 applied, 3 not."""
+    repo = os.path.join(work, "repo")
+    diff = os.path.join(stage, "patch.diff")
+    attempts = [
+        ["git", "apply", "--whitespace=nowarn", "-p1", diff],
+        ["patch", "--batch", "--forward", "--unified", f"--fuzz={PATCH_FUZZ}", "-p1", "--no-backup-if-mismatch",
+         "--reject-file=-", "--input", diff],
+    ]
+    errors = []
+    for command in attempts:
+        shutil.rmtree(repo, ignore_errors=True)
+        shutil.copytree(os.path.join(stage, "repo"), repo, symlinks=True)
+        result = subprocess.run(command, cwd=repo, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work,
+                                     "GIT_CONFIG_NOSYSTEM": "1", "LANG": "C.UTF-8"})
+        if result.returncode == 0:
+            shutil.copytree(os.path.join(stage, "hidden"), repo, symlinks=True, dirs_exist_ok=True)
+            return 0
+        errors.append(f"{command[0]}: {(result.stderr or result.stdout).strip()[-600:]}")
+    sys.stderr.write("\n".join(errors))
+    return 3
+
+
+class _Reporter:
+    """pytest plugin: one JSON line per test outcome on a pipe the runner reads, plus session markers."""
+
+    def __init__(self, fd: int):
+        self.out = os.fdopen(fd, "w", buffering=1)
+
+    def _send(self, **message) -> None:
+        self.out.write(json.dumps(message) + "\n")
+
+    def pytest_collection_finish(self, session) -> None:
+        self._send(event="collected", count=len(session.items))
+
+    def pytest_runtest_logreport(self, report) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            self._send(event="test", nodeid=report.nodeid, when=report.when, outcome=report.outcome)
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self._send(event="finished", exitstatus=int(exitstatus))
+
+
+def run_pytest(repo: str, results_fd: int, nodeids: list[str]) -> int:
+    import pytest
+
+    os.chdir(repo)
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="home-")
+    sys.dont_write_bytecode = True
+    return int(pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--rootdir", repo, *nodeids],
+                           plugins=[_Reporter(results_fd)]))
+
+
+def main(argv: list[str]) -> int:
+    mode, memory_mb, nofile, cpu_s, rest = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), argv[4:]
+    confine(memory_mb, nofile, cpu_s)
+    if mode == "function":
+        serve_function(rest[0], int(rest[1]), int(rest[2]))
+        return 0
+    if mode == "script":
+        run_script(rest[0])
+        return 0
+    if mode == "apply":
+        return apply_patch(rest[0], rest[1])
+    if mode == "pytest":
+        return run_pytest(rest[0], int(rest[1]), rest[2:])
+    raise SystemExit(f"unknown worker mode {mode!r}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -19,6 +19,7 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
 import docker
@@ -104,7 +105,7 @@ def translate_errors(phase: str) -> Iterator[None]:
 def process_start_time(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (clock ticks since boot), which tells a live owner from a pid reused."""
     try:
-        data = open(f"/proc/{pid}/stat", "rb").read()
+        data = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return None
     return data[data.rindex(b")") + 2:].split()[19].decode()
@@ -181,15 +182,16 @@ class DockerRuntime(Runtime):
             with translate_errors("start"):
                 container = api.create_container(env.image, **container_settings(api, request.limits, labels))["Id"]
                 stream = api.attach_socket(container, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock: socket.socket = getattr(stream, "_sock", stream)
             try:
                 with translate_errors("start"):
                     api.start(container)
                 with translate_errors("run"):
-                    sock: socket.socket = getattr(stream, "_sock", stream)
                     sock.sendall(request.to_json().encode() + b"\n")
                     sock.shutdown(socket.SHUT_WR)
                     stdout, stderr, deadline_hit = _read_attached(sock, deadline)
             finally:
+                sock.close()
                 stream.close()
             with translate_errors("run"):
                 if deadline_hit:
@@ -222,6 +224,8 @@ class DockerRuntime(Runtime):
 
     def _forget_client(self) -> None:
         with self._lock:
+            if self._api is not None:
+                self._api.close()
             self._api = None
 
     def cleanup(self, *, everything: bool = False) -> int:

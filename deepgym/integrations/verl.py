@@ -1,0 +1,387 @@
+"""deepgym as verl's reward: dataset rows, the reward function verl loads, and helpers for custom loops.
+
+Nothing here imports verl, so the rows can be written on a machine without it. The agent loop that keeps a
+sample without a verdict out of training lives in :mod:`deepgym.integrations.verl_mask`.
+
+verl loads the reward function from the package::
+
+    reward:
+      custom_reward_function:
+        path: pkg://deepgym.integrations.verl
+        name: compute_score
+        reward_kwargs: {mode: docker}
+
+Every call returns the same four keys, all of which verl copies into its reward extra info:
+
+``score``       the verdict's score in [0, 1]
+``passed``      1.0 when every hidden case passed, else 0.0
+``error``       0.0: the sample was judged. Only the agent loop ever reports 1.0, for a sample it kept out of
+                training because it had no verdict (``compute_score`` raises instead)
+``error_type``  why a judged sample lost points (``wrong_answer``, ``no_code_block``, ``solution_timeout``...),
+                "" when it passed; for a kept-out sample, the no-verdict type (``image_missing``...). It is a
+                string, so verl's metrics skip it, but it is in the rollout and validation dumps
+
+A sample without a verdict raises :class:`VerlNoVerdictError` (a :class:`~deepgym.verdict.NoVerdictError`),
+never a 0: verl has no way for a reward function to mark a sample unscored.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import math
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..runtime import MODES
+from ..verdict import NoVerdictError
+
+if TYPE_CHECKING:
+    from ..client import DeepGym
+    from ..environments import Environment
+
+__all__ = ["PLANNED_MODES", "REWARD_KEYS", "KeptOutMonitor", "VerlNoVerdictError", "agent_loop_config_path",
+           "check_mode", "compute_score", "get_client", "get_environment", "kept_out", "make_verl_compute_score",
+           "make_verl_reward_fn", "reset_clients", "reward_info", "verl_rows"]
+
+log = logging.getLogger("deepgym.verl")
+
+# Sandbox providers that deepgym will run on but does not yet: asking for one is a clear error, not a fallback.
+PLANNED_MODES = ("daytona", "e2b", "modal", "apple")
+REWARD_KEYS = ("score", "passed", "error", "error_type")
+AGENT_LOOP_NAME = "deepgym_single_turn"
+
+# Set while deepgym's own agent loop calls the reward function, so a sample is counted once (by the loop).
+IN_AGENT_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar("deepgym_in_agent_loop", default=False)
+
+
+def agent_loop_config_path() -> str:
+    """Absolute path of the agent-loop YAML shipped in the package, for
+    ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` (verl does not resolve ``pkg://`` there)."""
+    return str(Path(__file__).resolve().with_name("agent_loops.yaml"))
+
+
+_REWARD_ADVICE = (
+    "verl gives a reward function no way to mark a sample unscored, so deepgym raises instead of returning a 0. "
+    "Under verl's v1 trainer (trainer.use_v1=true, the default) the raise drops only this sample: verl marks "
+    "its prompt group as failed and computes the group's statistics from the other samples. Under the legacy "
+    "trainer (trainer.use_v1=false) the raise stops the training step. To keep such samples out of training "
+    "without stopping, let deepgym's agent loop score them: set "
+    "actor_rollout_ref.rollout.agent.agent_loop_config_path to the file `deepgym verl agent-loop-config` "
+    f"prints, and actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_LOOP_NAME}; under the legacy "
+    "trainer it then zeroes the sample's response mask and logs error 1.0.")
+
+
+class VerlNoVerdictError(NoVerdictError):
+    """A :class:`~deepgym.verdict.NoVerdictError` whose message also says what verl does with it.
+
+    ``reason`` stays the infrastructure's reason; ``advice`` is the verl part. Unlike its base class it
+    survives pickling, which it needs to cross from verl's reward workers (Ray actors) to the rollout."""
+
+    def __init__(self, error_type: str, reason: str, *, environment: str | None = None,
+                 runtime: str | None = None, variant: int = 0, advice: str = _REWARD_ADVICE):
+        super().__init__(error_type, reason, environment=environment, runtime=runtime, variant=variant)
+        self.advice = advice
+        self.args = (f"{self.args[0]}. {advice}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __reduce__(self):
+        return (_rebuild_error, (type(self), self.error_type, self.reason, self.environment, self.runtime,
+                                 self.variant, self.advice))
+
+    @classmethod
+    def wrap(cls, error: NoVerdictError, advice: str = _REWARD_ADVICE) -> VerlNoVerdictError:
+        """The same failure as ``error`` with verl's advice in the message."""
+        return cls(error.error_type, error.reason, environment=error.environment, runtime=error.runtime,
+                   variant=error.variant, advice=advice)
+
+
+def _rebuild_error(cls, error_type, reason, environment, runtime, variant, advice):
+    return cls(error_type, reason, environment=environment, runtime=runtime, variant=variant, advice=advice)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Per-process reuse: one client per mode, one Environment per name. verl calls the reward function from a
+# thread pool in each reward worker (a Ray actor, i.e. its own process), so both caches take a lock. A forked
+# child starts with fresh caches rather than sharing its parent's engine connections.
+
+_lock = threading.Lock()
+_owner_pid = os.getpid()
+_clients: dict[tuple[str, bool | None], DeepGym] = {}
+_environments: dict[str, Environment] = {}
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if deepgym can run it; else a ValueError naming the modes that exist."""
+    if mode in MODES:
+        return mode
+    available = ", ".join(MODES)
+    if mode in PLANNED_MODES:
+        raise ValueError(f"mode {mode!r} is not implemented in this version of deepgym yet "
+                         f"({', '.join(PLANNED_MODES)} are planned). Available modes: {available}.")
+    raise ValueError(f"unknown mode {mode!r}. Available modes: {available} "
+                     f"(planned, not implemented yet: {', '.join(PLANNED_MODES)}).")
+
+
+def _fresh_after_fork() -> None:
+    global _owner_pid
+    if os.getpid() != _owner_pid:
+        _clients.clear()
+        _environments.clear()
+        _owner_pid = os.getpid()
+
+
+def get_client(mode: str = "auto", *, allow_local: bool | None = None) -> DeepGym:
+    """This process's client for ``mode``, created on first use and shared by every thread."""
+    check_mode(mode)
+    key = (mode, allow_local if mode == "local" else None)
+    with _lock:
+        _fresh_after_fork()
+        client = _clients.get(key)
+        if client is None:
+            from ..client import DeepGym
+
+            client = _clients[key] = DeepGym(mode=mode, allow_local=allow_local)
+        return client
+
+
+def get_environment(name: str | Environment) -> Environment:
+    """The environment ``name``, loaded once per process."""
+    from ..environments import Environment, load_environment
+
+    if isinstance(name, Environment):
+        return name
+    with _lock:
+        _fresh_after_fork()
+        env = _environments.get(name)
+    if env is None:
+        env = load_environment(name)
+        with _lock:
+            env = _environments.setdefault(name, env)
+    return env
+
+
+def reset_clients() -> None:
+    """Close and forget this process's clients and environments; the next call makes new ones. Use it after
+    changing what selects the engine (``DOCKER_HOST``, say) in a running process."""
+    with _lock:
+        clients = list(_clients.values())
+        _clients.clear()
+        _environments.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - closing is best effort; the runtime's reaper removes leftovers
+            log.debug("closing a deepgym client failed", exc_info=True)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Kept-out monitor
+
+
+class KeptOutMonitor:
+    """Counts, per process, the samples kept out of training because they had no verdict.
+
+    Samples are taken in blocks of ``block`` (100); when more than ``limit`` (5) of one block are kept out it
+    logs one warning for that block, as soon as the sample over the limit arrives. A policy that learns to
+    break its sandbox escapes the penalty of those samples, so a rising count deserves a look."""
+
+    def __init__(self, block: int = 100, limit: int = 5):
+        self.block = block
+        self.limit = limit
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.samples = 0
+            self.kept_out = 0
+            self.warnings = 0
+            self.block_samples = 0
+            self.block_kept_out = 0
+            self._block_types: Counter[str] = Counter()
+
+    def record(self, kept_out: bool, error_type: str | None = None) -> None:
+        """Count one sample; ``kept_out`` when it had no verdict (``error_type`` says why)."""
+        message = None
+        with self._lock:
+            self.samples += 1
+            self.block_samples += 1
+            if kept_out:
+                self.kept_out += 1
+                self.block_kept_out += 1
+                self._block_types[error_type or "unknown"] += 1
+                if self.block_kept_out == self.limit + 1:
+                    self.warnings += 1
+                    kinds = ", ".join(f"{k} x{n}" for k, n in self._block_types.most_common())
+                    message = (f"deepgym: {self.block_kept_out} of the last {self.block_samples} samples in this "
+                               f"process had no verdict and were kept out of training ({kinds}); more than "
+                               f"{self.limit} in a block of {self.block}. Check the engine and the images, and "
+                               f"watch for a policy that learns to trigger failures: it escapes their penalty.")
+            if self.block_samples == self.block:
+                self.block_samples = 0
+                self.block_kept_out = 0
+                self._block_types.clear()
+        if message:
+            log.warning(message)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {"samples": self.samples, "kept_out": self.kept_out, "warnings": self.warnings,
+                    "block_samples": self.block_samples, "block_kept_out": self.block_kept_out}
+
+
+kept_out = KeptOutMonitor()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Rows
+
+
+def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Sequence[int] = 0,
+              split: str = "train", ability: str = "coding", agent_name: str | None = None) -> list[dict[str, Any]]:
+    """verl dataset rows, one per environment (and variant), repeated ``repeat`` times.
+
+    Each row names its own environment (``extra_info.environment``), so one dataset can mix environments,
+    and repeating an environment trains on it more often. Fields: ``data_source`` (the environment),
+    ``prompt`` (one user message), ``ability``, ``reward_model`` (``style: rule``; the ground truth stays
+    in the image, so it is empty), ``extra_info`` (``split``, ``index``, ``environment``, ``variant``) and,
+    when ``agent_name`` is given, ``agent_name`` (e.g. ``deepgym_single_turn``) to pick the agent loop per row.
+    """
+    names = [names] if isinstance(names, str) else list(names)
+    variants = [variant] if isinstance(variant, int) else list(variant)
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    if not names:
+        raise ValueError("verl_rows needs at least one environment name")
+    envs = [get_environment(name) for name in names]
+    rows: list[dict[str, Any]] = []
+    for _ in range(repeat):
+        for env in envs:
+            for var in variants:
+                row: dict[str, Any] = {
+                    "data_source": env.id,
+                    "prompt": [{"role": "user", "content": env.prompt}],
+                    "ability": ability,
+                    "reward_model": {"style": "rule", "ground_truth": ""},
+                    "extra_info": {"split": split, "index": len(rows), "environment": env.id, "variant": int(var)},
+                }
+                if agent_name is not None:
+                    row["agent_name"] = agent_name
+                rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reward functions
+
+
+def _environment_and_variant(data_source: Any, extra_info: Any) -> tuple[str, int]:
+    info = extra_info if isinstance(extra_info, Mapping) else {}
+    name = info.get("environment") or data_source
+    if not name:
+        raise ValueError("compute_score needs the environment: a data_source or extra_info['environment']")
+    variant = info.get("variant")
+    if variant is None or (isinstance(variant, float) and math.isnan(variant)):  # a missing value from parquet
+        variant = 0
+    return str(name), int(variant)
+
+
+def reward_info(result: Any) -> dict[str, Any]:
+    """A reward function's result (a dict with ``score``, or a number) as deepgym's four keys."""
+    if isinstance(result, Mapping):
+        score = float(result["score"])
+        passed = result.get("passed")
+        error_type = result.get("error_type")
+    else:
+        score, passed, error_type = float(result), None, None
+    passed = float(bool(passed)) if passed is not None else float(score >= 1.0)
+    return {"score": score, "passed": passed, "error": 0.0, "error_type": str(error_type or "")}
+
+
+def _judge(env: str | Environment, solution_str: str, variant: int, client: DeepGym) -> dict[str, Any]:
+    outcome = client.judge(get_environment(env), str(solution_str), variant=variant)
+    if not IN_AGENT_LOOP.get():
+        kept_out.record(not outcome.has_verdict, outcome.error_type)
+    if not outcome.has_verdict:
+        raise VerlNoVerdictError.wrap(outcome)
+    return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
+            "error_type": outcome.error_type or ""}
+
+
+def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
+                  mode: str = "auto", allow_local: bool | None = None, **kwargs: Any) -> dict[str, Any]:
+    """verl's reward function: judge ``solution_str`` in the row's environment.
+
+    The environment is ``extra_info['environment']`` (else ``data_source``) and the variant
+    ``extra_info['variant']`` (else 0). The last fenced code block of the response is run, after end-of-turn
+    tokens are dropped. ``mode`` (and, for ``local``, ``allow_local``) come from ``reward_kwargs``; other
+    keyword arguments verl passes (``reward_router_address``...) are ignored, as is ``ground_truth``: the
+    hidden tests live in the environment's image.
+
+    Returns ``{score, passed, error, error_type}`` (see the module's docstring). Raises
+    :class:`VerlNoVerdictError` when there is no verdict, and ValueError for an unknown mode.
+    """
+    name, variant = _environment_and_variant(data_source, extra_info)
+    return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local))
+
+
+def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: DeepGym | None = None,
+                            variant: int | None = None) -> Callable[..., dict[str, Any]]:
+    """A verl reward function bound to one environment, for a reward module of your own::
+
+        compute_score = make_verl_compute_score("coin_change")
+
+    It ignores the row's environment, takes the variant from ``variant`` or else the row, and otherwise
+    behaves like :func:`compute_score` (a ``mode`` in ``reward_kwargs`` overrides ``mode``; ``dg`` uses
+    your own client instead of the shared one)."""
+    environment = get_environment(env)
+    check_mode(mode)
+
+    def bound_compute_score(data_source: Any = None, solution_str: str = "", ground_truth: Any = None,
+                            extra_info: Any = None, **kwargs: Any) -> dict[str, Any]:
+        chosen = variant
+        if chosen is None:
+            chosen = _environment_and_variant(environment.id, extra_info)[1]
+        client = dg or get_client(kwargs.get("mode", mode), allow_local=kwargs.get("allow_local"))
+        return _judge(environment, solution_str, chosen, client)
+
+    bound_compute_score.__name__ = "compute_score"
+    bound_compute_score.__qualname__ = f"make_verl_compute_score({environment.id!r})"
+    return bound_compute_score
+
+
+def make_verl_reward_fn(env: str | Environment, *, mode: str = "auto", dg: DeepGym | None = None,
+                        variant: int = 0, max_parallel: int | None = None) -> Callable[[Any], list[float | None]]:
+    """A batch scorer for a custom training loop: ``reward_fn(batch) -> list[float | None]``.
+
+    ``batch`` is a list of decoded responses, or a mapping holding one under ``responses`` or
+    ``completions``. Each entry gets its score, or ``None`` when it has no verdict: leave those samples out
+    of the update rather than treating them as 0. Token ids are refused: decode them first."""
+    environment = get_environment(env)
+    check_mode(mode)
+
+    def reward_fn(batch: Any) -> list[float | None]:
+        if isinstance(batch, Mapping):
+            key = next((k for k in ("responses", "completions") if k in batch), None)
+            if key is None:
+                raise KeyError("the batch needs decoded responses under 'responses' or 'completions'")
+            batch = batch[key]
+        responses = list(batch)
+        for response in responses:
+            if not isinstance(response, str):
+                raise TypeError(f"make_verl_reward_fn scores decoded text, got {type(response).__name__}; "
+                                "decode the response ids with your tokenizer first")
+        client = dg or get_client(mode)
+        outcomes = client.run_batch(environment, responses, variant=variant, max_parallel=max_parallel)
+        for outcome in outcomes:
+            kept_out.record(not outcome.has_verdict, outcome.error_type)
+        return [float(o.score) if o.has_verdict else None for o in outcomes]
+
+    return reward_fn

@@ -1,0 +1,116 @@
+"""Judging a program task: run the submitted program on every test file and compare its output token-wise.
+
+The hidden tests are ``cases/<id>.in`` and ``cases/<id>.out`` in the environment's directory, run in sorted
+order, and an optional ``config.json`` with ``{"float_tolerance": 1e-6}``. Outputs are compared token by
+token (whitespace-separated); with a tolerance, two tokens that both parse as numbers may differ by that much,
+absolutely or relatively. A non-zero exit status fails the case even when the output is right.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from .protocol import Limits
+from .sandbox import Sandbox, Supervised, failure
+
+SUMMARY_BYTES = 200
+
+
+def _head(data: bytes) -> str:
+    text = data[:SUMMARY_BYTES].decode("utf-8", "replace")
+    return text + ("..." if len(data) > SUMMARY_BYTES else "")
+
+
+def _number(token: bytes) -> float | None:
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def same_tokens(expected: bytes, actual: bytes, tolerance: float | None) -> bool:
+    want, got = expected.split(), actual.split()
+    if len(want) != len(got):
+        return False
+    for a, b in zip(want, got):
+        if a == b:
+            continue
+        if tolerance is None:
+            return False
+        x, y = _number(a), _number(b)
+        if x is None or y is None or not math.isclose(x, y, rel_tol=tolerance, abs_tol=tolerance):
+            return False
+    return True
+
+
+def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
+          fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
+    """Run every test file. Returns (case results, number of cases, submission CPU seconds)."""
+    limits: Limits = request.limits
+    config_path = Path(env_dir, "config.json")
+    tolerance = json.loads(config_path.read_text()).get("float_tolerance") if config_path.exists() else None
+    inputs = sorted(Path(env_dir, "cases").glob("*.in"))
+    # The program lives in a directory the submission's user can read but not change.
+    code_dir = tempfile.mkdtemp(prefix="program-", dir=scratch_root)
+    os.chmod(code_dir, 0o755)
+    script = Path(code_dir, "solution.py")
+    script.write_text(request.submission)
+    script.chmod(0o644)
+    results: list[dict[str, Any]] = []
+    cpu_total = 0.0
+    on_in_play()
+    try:
+        for case_in in inputs:
+            case_id = case_in.stem
+            expected = case_in.with_suffix(".out").read_bytes()
+            input_head = _head(case_in.read_bytes()[:SUMMARY_BYTES + 1])
+            result = {"id": case_id, "input": input_head, "expected": _head(expected), "actual": None}
+            budget = limits.total_cpu_s - cpu_total
+            if budget <= 0:
+                results.append({**result, "passed": False, "error_type": "solution_timeout",
+                                "error": "not run: the total CPU limit was used up", "cpu_s": 0.0})
+            else:
+                results.append(_run_case(sandbox, limits, script, code_dir, case_in, min(limits.case_cpu_s, budget),
+                                         expected, tolerance, result))
+                cpu_total += results[-1]["cpu_s"]
+            if fail_fast and not results[-1]["passed"]:
+                break
+    finally:
+        shutil.rmtree(code_dir, ignore_errors=True)
+    return results, len(inputs), cpu_total
+
+
+def _run_case(sandbox: Sandbox, limits: Limits, script: Path, code_dir: str, case_in: Path, cpu_limit: float,
+              expected: bytes, tolerance: float | None, result: dict[str, Any]) -> dict[str, Any]:
+    argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", "script", str(limits.memory_mb),
+            str(limits.nofile), str(math.ceil(cpu_limit) + 1), str(script)]
+    output_limit = limits.output_kb * 1024
+    with open(case_in, "rb") as stdin:
+        proc = sandbox.spawn(argv, stdin=stdin.fileno(), cwd=code_dir)
+    process = Supervised(sandbox, proc, keep_stdout=output_limit)
+    try:
+        outcome = process.wait(for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
+                               output_limit=output_limit)
+    finally:
+        process.close()
+        sandbox.kill_all()
+    actual = bytes(process.kept["stdout"])
+    result = {**result, "actual": _head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
+    if outcome.kind != "exited":
+        error_type, error = failure(outcome, "running the program", limits)
+    elif outcome.exit_code != 0:
+        stderr = process.text("stderr").strip().splitlines()
+        error_type, error = "solution_error", f"the program {outcome.detail}" + (f": {stderr[-1]}" if stderr else "")
+    elif not same_tokens(expected, actual, tolerance):
+        error_type, error = "wrong_answer", None
+    else:
+        return {**result, "passed": True, "error_type": None, "error": None}
+    return {**result, "passed": False, "error_type": error_type, "error": error}

@@ -1,0 +1,166 @@
+"""The classification table (deepgym/verdict.py), row by row, and the vocabulary it speaks."""
+
+import json
+
+import pytest
+
+from deepgym.runner.protocol import ERROR_TYPES, IN_PLAY, REPORT, STARTED, Request, event_line, finite_score
+from deepgym.verdict import NoVerdictError, Observation, Verdict, classify
+
+REQUEST = Request(nonce="n0nce", kind="function", submission="", entry_point="f", variant=2)
+
+
+def stdout(*events: tuple[str, dict | None], nonce: str = "n0nce") -> bytes:
+    return "".join(event_line(nonce, name, payload) for name, payload in events).encode()
+
+
+def scored(score=1.0, passed=True, error_type=None, **extra) -> dict:
+    return {"outcome": "scored", "score": score, "passed": passed, "error_type": error_type, "details": "d",
+            "cases": [], "cases_total": 3, "timings": {"runner_s": 0.1}, **extra}
+
+
+def report(body) -> bytes:
+    return stdout((STARTED, None), (IN_PLAY, None), (REPORT, {"report": body}))
+
+
+def outcome(**fields):
+    return classify(REQUEST, Observation(runtime="docker", **fields), "coin_change")
+
+
+def assert_no_verdict(result, error_type):
+    assert isinstance(result, NoVerdictError), result
+    assert result.error_type == error_type
+    assert result.has_verdict is False and result.score is None
+    return result
+
+
+def assert_scored(result, score, error_type):
+    assert isinstance(result, Verdict), result
+    assert (result.score, result.error_type) == (score, error_type)
+    return result
+
+
+@pytest.mark.parametrize("error_type", ["daemon_unavailable", "image_missing", "sandbox_start_failure", "sandbox_lost"])
+def test_row1_runtime_failures_are_no_verdict_even_after_the_submission_ran(error_type):
+    result = outcome(infra_error=error_type, infra_reason="why", stdout=stdout((IN_PLAY, None)))
+    assert_no_verdict(result, error_type)
+    assert "why" in str(result)
+
+
+def test_row1_a_runtime_cannot_smuggle_a_scored_type_as_an_infra_failure():
+    assert_no_verdict(outcome(infra_error="solution_timeout"), "verifier_error")
+
+
+def test_row2_malformed_marked_line():
+    assert_no_verdict(outcome(stdout=b"@@deepgym n0nce {not json\n" + report(scored())), "verifier_error")
+
+
+def test_row3_two_reports():
+    assert_no_verdict(outcome(stdout=report(scored()) + report(scored())), "verifier_error")
+
+
+@pytest.mark.parametrize("error_type", ["host_overloaded", "verifier_error"])
+def test_row4_runner_reports_no_verdict(error_type):
+    body = {"outcome": "no_verdict", "error_type": error_type, "reason": "busy"}
+    assert_no_verdict(outcome(stdout=report(body)), error_type)
+
+
+def test_row4_runner_cannot_turn_a_scored_type_into_no_verdict():
+    body = {"outcome": "no_verdict", "error_type": "solution_error", "reason": "escape hatch"}
+    assert_no_verdict(outcome(stdout=report(body)), "verifier_error")
+
+
+@pytest.mark.parametrize("body", [
+    "not a dict",
+    {"outcome": "maybe"},
+    scored(passed="yes"),
+    scored(score=1.0, passed=True, error_type="wrong_answer"),
+    scored(score=0.5, passed=True),
+    scored(score=0.0, passed=False, error_type=None),
+    scored(score=0.0, passed=False, error_type="daemon_unavailable"),
+    scored(score=0.0, passed=False, error_type="made_up"),
+    scored(cases=[{"id": "a", "unknown_field": 1}]),
+], ids=["not-dict", "unknown-outcome", "passed-not-bool", "passed-with-error", "passed-below-one",
+        "failed-without-reason", "failed-with-infra-type", "unknown-type", "malformed-case"])
+def test_row5_inconsistent_reports(body):
+    assert_no_verdict(outcome(stdout=report(body)), "verifier_error")
+
+
+@pytest.mark.parametrize("score", [float("nan"), 1.5, -0.1, "1", None, True, float("inf")])
+def test_row6_invalid_scores(score):
+    body = scored(score=score, passed=False, error_type="wrong_answer")
+    text = json.dumps({"event": "report", "report": body})  # NaN/inf as the runner's json would write them
+    result = outcome(stdout=b"@@deepgym n0nce " + text.encode() + b"\n")
+    assert_no_verdict(result, "invalid_score")
+
+
+def test_row7_scored_report():
+    body = scored(cases=[{"id": "c1", "passed": True, "input": "[1]", "expected": "1", "actual": "1",
+                          "error_type": None, "error": None, "cpu_s": 0.01}])
+    result = assert_scored(outcome(stdout=report(body), elapsed_s=0.5, image_id="sha256:x"), 1.0, None)
+    assert result.passed and result.variant == 2 and result.environment == "coin_change"
+    assert result.cases[0].id == "c1" and result.cases_total == 3
+    assert result.timings == {"runner_s": 0.1, "total_s": 0.5} and result.image_id == "sha256:x"
+
+
+def test_row7_partial_credit_and_tolerance():
+    assert_scored(outcome(stdout=report(scored(score=0.25, passed=False, error_type="wrong_answer"))), 0.25,
+                  "wrong_answer")
+    assert_scored(outcome(stdout=report(scored(score=1 + 1e-12))), 1.0, None)
+
+
+def test_other_nonces_and_unmarked_lines_are_ignored():
+    forged = stdout((REPORT, {"report": scored()}), nonce="forged") + b"PASSED\n{\"score\": 1}\n"
+    real = report(scored(score=0.0, passed=False, error_type="wrong_answer"))
+    assert_scored(outcome(stdout=forged + real), 0.0, "wrong_answer")
+    assert_no_verdict(outcome(stdout=forged, exit_code=0), "verifier_error")
+
+
+def test_row8_oom_after_the_submission_started_is_the_submissions():
+    assert_scored(outcome(stdout=stdout((STARTED, None), (IN_PLAY, None)), exit_code=137, oom_killed=True), 0.0,
+                  "solution_oom")
+
+
+def test_row9_oom_before_the_submission_ran_is_ours():
+    assert_no_verdict(outcome(stdout=stdout((STARTED, None)), exit_code=137, oom_killed=True), "verifier_error")
+
+
+def test_row10_host_deadline_after_the_submission_started():
+    assert_scored(outcome(stdout=stdout((IN_PLAY, None)), exit_code=137, deadline_hit=True), 0.0, "solution_timeout")
+
+
+def test_row11_host_deadline_before_the_submission_ran():
+    assert_no_verdict(outcome(stdout=stdout((STARTED, None)), exit_code=137, deadline_hit=True), "verifier_timeout")
+
+
+@pytest.mark.parametrize("code", [137, 143])
+@pytest.mark.parametrize("in_play", [False, True])
+def test_row12_killed_from_outside(code, in_play):
+    events = [(STARTED, None)] + ([(IN_PLAY, None)] if in_play else [])
+    assert_no_verdict(outcome(stdout=stdout(*events), exit_code=code), "sandbox_lost")
+
+
+@pytest.mark.parametrize("code", [0, 1, 2])
+def test_row13_runner_ended_without_a_report(code):
+    result = assert_no_verdict(outcome(stdout=stdout((IN_PLAY, None)), exit_code=code, stderr_tail="Traceback"),
+                               "verifier_error")
+    assert "Traceback" in result.reason
+
+
+def test_vocabulary_has_both_sides_and_the_named_types():
+    scored_types = {name for name, (is_scored, _) in ERROR_TYPES.items() if is_scored}
+    no_verdict_types = set(ERROR_TYPES) - scored_types
+    assert {"no_code_block", "solution_error", "solution_timeout", "solution_oom", "policy_sandbox_failure"} <= scored_types
+    assert {"sandbox_start_failure", "image_missing", "daemon_unavailable", "verifier_error", "verifier_timeout",
+            "invalid_score"} <= no_verdict_types
+
+
+def test_no_verdict_error_refuses_scored_types():
+    with pytest.raises(ValueError):
+        NoVerdictError("solution_timeout", "would be an escape hatch")
+
+
+@pytest.mark.parametrize("value,expected", [(0, 0.0), (1, 1.0), (0.5, 0.5), (1 + 1e-10, 1.0), (-1e-10, 0.0),
+                                            (1.01, None), (float("nan"), None), (False, None), ("0.5", None)])
+def test_finite_score(value, expected):
+    assert finite_score(value) == expected

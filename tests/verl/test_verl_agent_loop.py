@@ -1,0 +1,149 @@
+"""DeepGymSingleTurnAgentLoop built by hydra from the packaged YAML, as verl's AgentLoopWorker builds it, run on
+a row from verl's RLHFDataset with a scripted model and real containers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+pytest.importorskip("verl")
+
+from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop  # noqa: E402
+
+from deepgym import NoVerdictError  # noqa: E402
+from deepgym.integrations.verl import kept_out  # noqa: E402
+from deepgym.integrations.verl_mask import DeepGymSingleTurnAgentLoop, kept_out_count  # noqa: E402
+from verl_fakes import (  # noqa: E402
+    LineTokenizer,
+    ScriptedServer,
+    fenced,
+    instantiate_loop,
+    loop_config,
+    run_loop,
+    solution,
+)
+
+RIGHT = fenced(solution("coin_change", "reference"))
+WRONG = fenced(solution("coin_change", "wrong_impossible_is_zero"))
+DEEPGYM_REWARD = {"reward_path": "pkg://deepgym.integrations.verl", "reward_kwargs": {"mode": "docker"}}
+DEAD_ENGINE = "unix:///nonexistent/deepgym-test-docker.sock"
+BLOCK_WARNING = "in a block of 100"
+
+
+def response_tokens(text: str) -> int:
+    return len(LineTokenizer().encode(text)) + 1  # and the end-of-turn token
+
+
+def test_the_packaged_yaml_builds_deepgyms_loop():
+    async def build():
+        return instantiate_loop(loop_config(use_v1=True), ScriptedServer(LineTokenizer(), "x"))
+
+    loop = asyncio.run(build())
+    assert type(loop) is DeepGymSingleTurnAgentLoop and isinstance(loop, SingleTurnAgentLoop)
+    assert loop.mode == "auto"
+
+
+def test_a_configured_custom_reward_function_scores_the_sample(dataset_row, tmp_path):
+    module = tmp_path / "my_reward.py"
+    module.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"
+                      "    return 0.25 if kwargs['scale'] == 'quarter' and 'def coin_change' in solution_str else -1.0\n")
+    config = loop_config(use_v1=True, reward_path=str(module), reward_kwargs={"scale": "quarter"})
+    [output] = run_loop(config, dataset_row, RIGHT)
+    assert output.reward_score == 0.25
+    assert output.extra_fields["reward_extra_info"] == {"score": 0.25, "passed": 0.0, "error": 0.0, "error_type": ""}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("use_v1", [True, False])
+def test_right_answer_earns_1_and_wrong_answer_0_both_trained_on(use_v1, dataset_row, coin_change_image):
+    right, wrong = run_loop(loop_config(use_v1=use_v1, **DEEPGYM_REWARD), dataset_row, RIGHT, WRONG)
+    assert right.reward_score == 1.0
+    assert right.extra_fields["reward_extra_info"] == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert wrong.reward_score == 0.0
+    assert wrong.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+                                                       "error_type": "wrong_answer"}
+    for output, text in ((right, RIGHT), (wrong, WRONG)):
+        assert output.response_mask == [1] * response_tokens(text)  # every generated token is trained on
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("failure", ["engine_unreachable", "image_missing"])
+@pytest.mark.parametrize("use_v1", [True, False])
+def test_no_verdict_is_dropped_under_v1_and_masked_under_legacy(failure, use_v1, dataset_row, coin_change_image,
+                                                                  monkeypatch, caplog):
+    if failure == "engine_unreachable":
+        # A fresh client that finds no engine; scored with the loop's own mode (no custom reward function).
+        monkeypatch.setenv("DOCKER_HOST", DEAD_ENGINE)
+        config, error_type = loop_config(use_v1=use_v1), "daemon_unavailable"
+    else:
+        # verl's custom reward function (deepgym's, through pkg://) raises; the loop handles it.
+        monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
+        config, error_type = loop_config(use_v1=use_v1, **DEEPGYM_REWARD), "image_missing"
+    before = kept_out_count()
+    if use_v1:
+        with pytest.raises(NoVerdictError) as info:
+            run_loop(config, dataset_row, RIGHT)
+        assert info.value.error_type == error_type and "v1" in str(info.value)
+    else:
+        with caplog.at_level(logging.WARNING, logger="deepgym.verl"):
+            [output] = run_loop(config, dataset_row, RIGHT)
+        assert output.response_mask == [0] * response_tokens(RIGHT)
+        assert output.reward_score == 0.0
+        assert output.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 1.0,
+                                                            "error_type": error_type}
+        assert any(error_type in record.getMessage() for record in caplog.records)
+    assert kept_out_count() == before + 1
+
+
+def test_a_loop_mode_deepgym_cannot_run_fails_when_verl_builds_the_loop():
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    entry = OmegaConf.create({"name": "copied", "_target_": "deepgym.integrations.verl_mask.DeepGymSingleTurnAgentLoop",
+                              "mode": "daytona"})
+    config = loop_config(use_v1=True)
+
+    async def build():
+        return hydra.utils.instantiate(config=entry, trainer_config=DictConfigWrap(config=config),
+                                       server_manager=None, tokenizer=LineTokenizer(), processor=None,
+                                       hf_model_type=None, dataset_cls=RLHFDataset,
+                                       data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
+
+    with pytest.raises(Exception, match="not implemented.*Available modes: auto, docker, local"):
+        asyncio.run(build())
+
+
+@pytest.mark.docker
+def test_warns_when_more_than_5_of_100_samples_are_kept_out(dataset_row, coin_change_image, monkeypatch, caplog):
+    # Cheap samples: prose has no code block (judged 0 without a container); code meets a missing image (no
+    # verdict, found in milliseconds). Legacy trainer, so a kept-out sample is masked rather than raised.
+    monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
+    prose = "Use dynamic programming."
+    config = loop_config(use_v1=False, **DEEPGYM_REWARD)
+    kept_out.reset()
+
+    def block_warnings() -> int:
+        return sum(BLOCK_WARNING in record.getMessage() for record in caplog.records)
+
+    with caplog.at_level(logging.WARNING, logger="deepgym.verl"):
+        # Block 1: five kept out among the first 99 samples is within the limit...
+        responses = [RIGHT if i % 20 == 0 else prose for i in range(99)]
+        outputs = run_loop(config, dataset_row, *responses)
+        assert sum(o.extra_fields["reward_extra_info"]["error"] for o in outputs) == 5
+        assert block_warnings() == 0 and kept_out.snapshot()["warnings"] == 0
+        # ...and a sixth, the block's 100th sample, is over it: one warning, naming the cause.
+        run_loop(config, dataset_row, RIGHT)
+        assert block_warnings() == 1
+        assert "image_missing x6" in next(r.getMessage() for r in caplog.records if BLOCK_WARNING in r.getMessage())
+        # Block 2 counts afresh: five kept out do not warn, the sixth does, at once.
+        run_loop(config, dataset_row, *[RIGHT] * 5)
+        assert block_warnings() == 1
+        run_loop(config, dataset_row, RIGHT)
+        assert block_warnings() == 2
+    assert kept_out.snapshot() == {"samples": 106, "kept_out": 12, "warnings": 2, "block_samples": 6,
+                                   "block_kept_out": 6}
+    assert kept_out_count() == 12

@@ -1,0 +1,158 @@
+"""deepgym's reward function as verl loads and calls it: verl's get_custom_reward_fn with a pkg:// path and
+reward_kwargs, and verl's own naive and dapo reward managers on rows written by verl_rows."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("verl")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+from verl import DataProto  # noqa: E402
+from verl.trainer.ppo.reward import get_custom_reward_fn, load_reward_manager  # noqa: E402
+
+from deepgym import NoVerdictError  # noqa: E402
+from deepgym.integrations.verl import (  # noqa: E402
+    REWARD_KEYS,
+    make_verl_compute_score,
+    make_verl_reward_fn,
+    verl_rows,
+)
+
+from verl_fakes import EOS, EOS_ID, LineTokenizer, fenced, solution  # noqa: E402
+
+RIGHT = fenced(solution("coin_change", "reference")) + EOS
+WRONG = fenced(solution("coin_change", "wrong_greedy"))
+PROSE = "I would use dynamic programming over the amounts."
+
+
+def reward_config(mode: str, manager: str = "naive", **reward_kwargs):
+    return OmegaConf.create({"reward": {
+        "custom_reward_function": {"path": "pkg://deepgym.integrations.verl", "name": "compute_score",
+                                   "reward_kwargs": {"mode": mode}},
+        "reward_manager": {"source": "register", "name": manager, "module": {"path": None, "name": "unused"}},
+        "reward_kwargs": reward_kwargs}})
+
+
+def call_as_verl(fn, response: str, row: dict, **extra):
+    """The keyword call verl's reward managers make."""
+    return fn(data_source=row["data_source"], solution_str=response, ground_truth=row["reward_model"]["ground_truth"],
+              extra_info=dict(row["extra_info"]), **extra)
+
+
+def coin_change_row() -> dict:
+    return verl_rows(["coin_change"])[0]
+
+
+def test_importing_deepgym_and_the_reward_module_pulls_in_neither_verl_nor_docker():
+    code = ("import sys, deepgym, deepgym.integrations.verl, deepgym.integrations.dapo, deepgym.cli\n"
+            "deepgym.cli.parser()\n"
+            "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'verl', 'docker', 'torch', 'pandas', 'ray'})\n"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("mode", ["daytona", "e2b", "modal", "apple", "kubernetes"])
+def test_a_mode_deepgym_cannot_run_is_a_clear_error(mode):
+    fn = get_custom_reward_fn(reward_config(mode))
+    with pytest.raises(ValueError) as info:
+        call_as_verl(fn, RIGHT, coin_change_row())
+    message = str(info.value)
+    assert repr(mode) in message and "auto, docker, local" in message
+    if mode != "kubernetes":
+        assert "not implemented" in message
+
+
+@pytest.mark.docker
+def test_compute_score_loaded_by_verl_with_pkg_path_and_reward_kwargs(coin_change_image):
+    fn = get_custom_reward_fn(reward_config("docker"))
+    row = coin_change_row()
+    # A keyword verl adds (reward_router_address) is accepted; reward_kwargs win over call-time keywords.
+    right = call_as_verl(fn, RIGHT, row, reward_router_address=None, mode="daytona")
+    wrong = call_as_verl(fn, WRONG, row)
+    prose = call_as_verl(fn, PROSE, row)
+    assert right == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert wrong == {"score": 0.0, "passed": 0.0, "error": 0.0, "error_type": "wrong_answer"}
+    assert prose == {"score": 0.0, "passed": 0.0, "error": 0.0, "error_type": "no_code_block"}
+    assert all(tuple(result) == REWARD_KEYS for result in (right, wrong, prose))
+
+
+@pytest.mark.docker
+def test_no_verdict_raises_and_says_what_verl_does_with_it(coin_change_image, monkeypatch):
+    monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
+    fn = get_custom_reward_fn(reward_config("docker"))
+    with pytest.raises(NoVerdictError) as info:
+        call_as_verl(fn, RIGHT, coin_change_row())
+    error = info.value
+    assert error.error_type == "image_missing" and not error.has_verdict
+    message = str(error)
+    for needle in ("v1", "drops", "legacy", "stops", "deepgym verl agent-loop-config", "deepgym_single_turn"):
+        assert needle in message
+    # It crosses from verl's reward workers (Ray actors) to the rollout, so it must survive pickling.
+    copy = pickle.loads(pickle.dumps(error))
+    assert isinstance(copy, NoVerdictError) and copy.error_type == "image_missing" and str(copy) == message
+
+
+def data_proto(tokenizer: LineTokenizer, row: dict, response: str) -> DataProto:
+    """One sample as verl's agent-loop worker hands it to a reward manager."""
+    prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True)
+    ids = tokenizer.encode(response) + [EOS_ID]
+    batch = TensorDict({"prompts": torch.tensor([prompt]), "responses": torch.tensor([ids + [0, 0]]),
+                        "attention_mask": torch.tensor([[1] * (len(prompt) + len(ids)) + [0, 0]])}, batch_size=1)
+    non_tensor = {key: np.array([row[key]], dtype=object) for key in ("data_source", "reward_model", "extra_info")}
+    non_tensor["__num_turns__"] = np.array([2])
+    return DataProto(batch=batch, non_tensor_batch=non_tensor)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("manager", ["naive", "dapo"])
+def test_verl_reward_managers_score_real_rows(manager, coin_change_image, monkeypatch):
+    extra = {}
+    if manager == "dapo":  # DAPO's overlong shaping, with a buffer no answer here reaches
+        extra = {"overlong_buffer_cfg": {"enable": True, "len": 64, "penalty_factor": 1.0, "log": True},
+                 "max_resp_len": 256}
+    config = reward_config("docker", manager, **extra)
+    tokenizer = LineTokenizer()
+    row = dict(coin_change_row())
+
+    async def score(response: str):
+        reward_manager = load_reward_manager(config, tokenizer)
+        return await reward_manager.run_single(data_proto(tokenizer, row, response))
+
+    right = asyncio.run(score(RIGHT))
+    wrong = asyncio.run(score(WRONG))
+    assert right["reward_score"] == 1.0 and wrong["reward_score"] == 0.0
+    for result in (right, wrong):
+        assert set(REWARD_KEYS) <= set(result["reward_extra_info"])
+    assert right["reward_extra_info"]["passed"] == 1.0 and wrong["reward_extra_info"]["error_type"] == "wrong_answer"
+    if manager == "dapo":
+        assert float(right["reward_extra_info"]["overlong_reward"]) == 0.0
+
+    # No verdict: the error comes out of verl's reward manager unchanged (v1 then drops the sample).
+    monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
+    with pytest.raises(NoVerdictError, match="image_missing"):
+        asyncio.run(score(RIGHT))
+
+
+@pytest.mark.docker
+def test_bound_compute_score_and_batch_reward_fn(coin_change_image, monkeypatch):
+    compute_score = make_verl_compute_score("coin_change", mode="docker")
+    # The bound function ignores the row's environment: it always judges coin_change.
+    assert compute_score(data_source="something_else", solution_str=RIGHT, ground_truth=None,
+                         extra_info={"environment": "something_else"})["score"] == 1.0
+
+    reward_fn = make_verl_reward_fn("coin_change", mode="docker")
+    assert reward_fn({"responses": [RIGHT, WRONG, PROSE]}) == [1.0, 0.0, 0.0]
+    with pytest.raises(TypeError, match="decode"):
+        reward_fn([[101, 102]])
+    monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
+    assert reward_fn([RIGHT, PROSE]) == [None, 0.0]
