@@ -41,7 +41,30 @@ group "default" {
 }
 
 group "environments" {
-  targets = ["coin_change"]
+  targets = [
+    "coin_change",
+    "count_islands",
+    "edit_distance",
+    "interval_scheduling",
+    "knapsack_01",
+    "longest_increasing_subsequence",
+    "lru_cache_ops",
+    "merge_intervals",
+    "patch_config_merge",
+    "patch_csv_quoting",
+    "patch_rate_limiter",
+    "patch_semver_compare",
+    "prog_anagram_groups",
+    "prog_circle_area",
+    "prog_max_subarray",
+    "prog_range_sum_queries",
+    "prog_shortest_grid_path",
+    "shortest_path",
+    "topological_sort",
+    "two_sum",
+    "valid_sudoku",
+    "word_break",
+  ]
 }
 
 target "base" {
@@ -49,7 +72,7 @@ target "base" {
   contexts   = { runner = "deepgym/runner" }
   args       = { DEBIAN_IMAGE = DEBIAN_IMAGE }
   tags       = [image("base")]
-  labels     = { "org.deepgym.content-hash" = lookup(jsondecode(CONTENT_HASHES), "base", "unknown") }
+  labels     = { "org.deepgym.base.content-hash" = lookup(jsondecode(CONTENT_HASHES), "base", "unknown") }
 }
 
 # Every environment image starts from the base target through the named context "base".
@@ -62,4 +85,151 @@ target "coin_change" {
   context  = "environments/coin_change"
   tags     = [image("coin_change")]
   labels   = environment_labels("coin_change")
+}
+
+target "count_islands" {
+  inherits = ["_environment"]
+  context  = "environments/count_islands"
+  tags     = [image("count_islands")]
+  labels   = environment_labels("count_islands")
+}
+
+target "edit_distance" {
+  inherits = ["_environment"]
+  context  = "environments/edit_distance"
+  tags     = [image("edit_distance")]
+  labels   = environment_labels("edit_distance")
+}
+
+target "interval_scheduling" {
+  inherits = ["_environment"]
+  context  = "environments/interval_scheduling"
+  tags     = [image("interval_scheduling")]
+  labels   = environment_labels("interval_scheduling")
+}
+
+target "knapsack_01" {
+  inherits = ["_environment"]
+  context  = "environments/knapsack_01"
+  tags     = [image("knapsack_01")]
+  labels   = environment_labels("knapsack_01")
+}
+
+target "longest_increasing_subsequence" {
+  inherits = ["_environment"]
+  context  = "environments/longest_increasing_subsequence"
+  tags     = [image("longest_increasing_subsequence")]
+  labels   = environment_labels("longest_increasing_subsequence")
+}
+
+target "lru_cache_ops" {
+  inherits = ["_environment"]
+  context  = "environments/lru_cache_ops"
+  tags     = [image("lru_cache_ops")]
+  labels   = environment_labels("lru_cache_ops")
+}
+
+target "merge_intervals" {
+  inherits = ["_environment"]
+  context  = "environments/merge_intervals"
+  tags     = [image("merge_intervals")]
+  labels   = environment_labels("merge_intervals")
+}
+
+target "patch_config_merge" {
+  inherits = ["_environment"]
+  context  = "environments/patch_config_merge"
+  tags     = [image("patch_config_merge")]
+  labels   = environment_labels("patch_config_merge")
+}
+
+target "patch_csv_quoting" {
+  inherits = ["_environment"]
+  context  = "environments/patch_csv_quoting"
+  tags     = [image("patch_csv_quoting")]
+  labels   = environment_labels("patch_csv_quoting")
+}
+
+target "patch_rate_limiter" {
+  inherits = ["_environment"]
+  context  = "environments/patch_rate_limiter"
+  tags     = [image("patch_rate_limiter")]
+  labels   = environment_labels("patch_rate_limiter")
+}
+
+target "patch_semver_compare" {
+  inherits = ["_environment"]
+  context  = "environments/patch_semver_compare"
+  tags     = [image("patch_semver_compare")]
+  labels   = environment_labels("patch_semver_compare")
+}
+
+target "prog_anagram_groups" {
+  inherits = ["_environment"]
+  context  = "environments/prog_anagram_groups"
+  tags     = [image("prog_anagram_groups")]
+  labels   = environment_labels("prog_anagram_groups")
+}
+
+target "prog_circle_area" {
+  inherits = ["_environment"]
+  context  = "environments/prog_circle_area"
+  tags     = [image("prog_circle_area")]
+  labels   = environment_labels("prog_circle_area")
+}
+
+target "prog_max_subarray" {
+  inherits = ["_environment"]
+  context  = "environments/prog_max_subarray"
+  tags     = [image("prog_max_subarray")]
+  labels   = environment_labels("prog_max_subarray")
+}
+
+target "prog_range_sum_queries" {
+  inherits = ["_environment"]
+  context  = "environments/prog_range_sum_queries"
+  tags     = [image("prog_range_sum_queries")]
+  labels   = environment_labels("prog_range_sum_queries")
+}
+
+target "prog_shortest_grid_path" {
+  inherits = ["_environment"]
+  context  = "environments/prog_shortest_grid_path"
+  tags     = [image("prog_shortest_grid_path")]
+  labels   = environment_labels("prog_shortest_grid_path")
+}
+
+target "shortest_path" {
+  inherits = ["_environment"]
+  context  = "environments/shortest_path"
+  tags     = [image("shortest_path")]
+  labels   = environment_labels("shortest_path")
+}
+
+target "topological_sort" {
+  inherits = ["_environment"]
+  context  = "environments/topological_sort"
+  tags     = [image("topological_sort")]
+  labels   = environment_labels("topological_sort")
+}
+
+target "two_sum" {
+  inherits = ["_environment"]
+  context  = "environments/two_sum"
+  tags     = [image("two_sum")]
+  labels   = environment_labels("two_sum")
+}
+
+target "valid_sudoku" {
+  inherits = ["_environment"]
+  context  = "environments/valid_sudoku"
+  tags     = [image("valid_sudoku")]
+  labels   = environment_labels("valid_sudoku")
+}
+
+target "word_break" {
+  inherits = ["_environment"]
+  context  = "environments/word_break"
+  tags     = [image("word_break")]
+  labels   = environment_labels("word_break")
 }

@@ -28,8 +28,10 @@ def _read_response(source: str) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from .environments import list_environments, load_environment
 
-    for name in list_environments():
-        print(f"{name:<28} {load_environment(name).kind}")
+    names = list_environments()
+    width = max((len(name) for name in names), default=0)
+    for name in names:
+        print(f"{name:<{width}}  {load_environment(name).kind}")
     return EXIT_OK
 
 
@@ -58,8 +60,10 @@ def cmd_images_list(args: argparse.Namespace) -> int:
     from .environments import list_environments
     from .images import BASE, image_name, image_status
 
-    for name in [BASE, *list_environments()]:
-        print(f"{name:<28} {image_status(name):<11} {image_name(name)}")
+    names = [BASE, *list_environments()]
+    width = max(len(name) for name in names)
+    for name in names:
+        print(f"{name:<{width}}  {image_status(name):<11} {image_name(name)}")
     return EXIT_OK
 
 
@@ -70,6 +74,23 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     removed = runtime.cleanup(everything=True)
     print(f"removed {removed} deepgym container(s)")
     return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check, table
+    from .client import DeepGym
+    from .environments import list_environments, load_environment
+    from .images import build
+
+    names = [load_environment(name).id for name in args.environments] or list_environments()
+    if args.mode != "local":
+        build(names)
+    with DeepGym(mode=args.mode) as gym:
+        rows = check(names, gym, reruns=args.reruns)
+    print(table(rows))
+    failed = [row.env.id for row in rows if not row.ok]
+    print(f"\n{len(rows) - len(failed)}/{len(rows)} environments pass" + (f"; failing: {', '.join(failed)}" if failed else ""))
+    return EXIT_OK if not failed else EXIT_FAILED
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -121,6 +142,13 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cleanup", help="remove every container deepgym created, on this engine")
     p.set_defaults(func=cmd_cleanup)
+
+    p = sub.add_parser("check", help="prove environments judge correctly: reference, known-wrong, empty and stub "
+                                     "answers, CPU margin (exit 0 only if all pass)")
+    p.add_argument("environments", nargs="*", metavar="ENV", help="default: every environment")
+    p.add_argument("--mode", default="docker", choices=["docker", "local"])
+    p.add_argument("--reruns", type=int, default=3, help="times the reference must score 1.0 (default: 3)")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="build what is missing and score a right and a wrong answer")
     p.add_argument("environments", nargs="*", metavar="ENV", default=["coin_change", "two_sum"])

@@ -22,6 +22,9 @@ from .environments import bundle_root, list_environments
 from .errors import ImageBuildError
 
 HASH_LABEL = "org.deepgym.content-hash"
+# The base image's own key: an environment image built without deepgym's labels must not inherit the base's
+# hash through FROM and look stale; it is "unverified" instead.
+BASE_HASH_LABEL = "org.deepgym.base.content-hash"
 DEFAULT_DEBIAN_IMAGE = "debian:bookworm-slim"
 BOOTSTRAP_DEBIAN_IMAGE = "deepgym/debian-bootstrap:bookworm"
 BASE = "base"
@@ -58,7 +61,7 @@ def image_status(name: str) -> str:
         if "No such image" in result.stderr or "No such object" in result.stderr:
             return "missing"
         raise ImageBuildError(f"cannot inspect {image_name(name)}: {result.stderr.strip()}")
-    built_from = (json.loads(result.stdout) or {}).get(HASH_LABEL)
+    built_from = (json.loads(result.stdout) or {}).get(BASE_HASH_LABEL if name == BASE else HASH_LABEL)
     if built_from in (None, "unknown"):
         return "unverified"
     return "current" if built_from == content_hash(name) else "stale"

@@ -8,6 +8,7 @@ that skipped them would prove nothing. At the end of the session no container la
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -24,9 +25,31 @@ def engine_answers() -> bool:
         return False
 
 
-def deepgym_containers() -> list[str]:
-    result = subprocess.run(["docker", "ps", "-aq", "--filter", "label=deepgym"], capture_output=True, text=True)
-    return result.stdout.split()
+def leaked_containers() -> list[str]:
+    """deepgym containers whose owner is this process or a process that is gone (not another live run's)."""
+    from deepgym.runtime.docker import OWNER_LABEL, owner_alive
+
+    result = subprocess.run(["docker", "ps", "-a", "--filter", "label=deepgym", "--format",
+                             f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'], capture_output=True, text=True)
+    host, me = socket.gethostname(), f"/{os.getpid()}/"
+    leaked = []
+    for line in result.stdout.splitlines():
+        container, _, owner = line.partition(" ")
+        if me in owner or not owner_alive(owner, host):
+            leaked.append(container)
+    return leaked
+
+
+def escaped_processes(uid: int = 10000) -> list[int]:
+    """Processes of the submission's uid on this host that are not inside any container's cgroup."""
+    escaped = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and entry.stat().st_uid == uid and "docker" not in (entry / "cgroup").read_text():
+                escaped.append(int(entry.name))
+        except OSError:
+            continue
+    return escaped
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -77,7 +100,7 @@ def no_leaked_containers(request: pytest.FixtureRequest):
     yield
     if not engine_answers():
         return
-    leftovers = deepgym_containers()
+    leftovers = leaked_containers()
     if leftovers:
         subprocess.run(["docker", "rm", "-f", *leftovers], capture_output=True)
         pytest.fail(f"{len(leftovers)} container(s) labelled deepgym were left behind: {leftovers}")

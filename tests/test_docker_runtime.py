@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ensure_images, fenced, solution
+from conftest import ensure_images, escaped_processes, fenced, solution
 from deepgym import DeepGym, NoVerdictError, load_environment
 
 pytestmark = pytest.mark.docker
@@ -48,15 +48,11 @@ def test_submission_failures_are_scored_zero(gym, code, error_type):
     assert verdict.has_verdict and (verdict.score, verdict.error_type) == (0.0, error_type), verdict
 
 
-def host_processes_of_submission_user() -> list[str]:
-    return subprocess.run(["pgrep", "-u", "10000"], capture_output=True, text=True).stdout.split()
-
-
 def test_fork_bomb_is_scored_zero_and_leaves_the_host_alone(gym):
     bomb = "import os\ndef coin_change(coins, amount):\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass"
     verdict = judge(gym, bomb)
     assert verdict.has_verdict and verdict.score == 0.0 and verdict.error_type == "solution_timeout"
-    assert host_processes_of_submission_user() == []
+    assert escaped_processes() == []
     assert gym.run(ENV, fenced(solution(ENV, "reference"))).score == 1.0
 
 
@@ -65,7 +61,7 @@ def test_memory_bomb_in_many_processes_is_the_submissions(gym):
             "            x = bytearray(400 * 1024**2)\n            time.sleep(100)\n    time.sleep(100)")
     verdict = judge(gym, hogs)
     assert verdict.has_verdict and (verdict.score, verdict.error_type) == (0.0, "solution_oom")
-    assert host_processes_of_submission_user() == []
+    assert escaped_processes() == []
 
 
 WRONG = "def coin_change(coins, amount):\n    return -1\n"

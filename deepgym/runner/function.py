@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from .protocol import Limits
-from .sandbox import Outcome, Sandbox, Supervised, Usage, failure
+from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, failure
 
 SUMMARY_CHARS = 200
 
@@ -72,11 +72,12 @@ class Worker:
 
     def call(self, message: dict[str, Any], limits: Limits, cpu_limit_s: float) -> Outcome:
         """Send one request line and wait for the reply line under the case's limits."""
+        meter = self.process.sandbox.watch()
         try:
             os.write(self._requests, json.dumps(message).encode() + b"\n")
         except BrokenPipeError:
             pass  # it died; waiting for the reply reports how
-        return self.process.wait(for_line=True, cpu_limit_s=cpu_limit_s, wall_limit_s=limits.case_wall_s,
+        return self.process.wait(meter, for_line=True, cpu_limit_s=cpu_limit_s, wall_limit_s=limits.case_wall_s,
                                  output_limit=limits.output_kb * 1024)
 
     def close(self) -> None:
@@ -130,7 +131,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     tolerance = getattr(hidden, "FLOAT_TOLERANCE", None)
     limits: Limits = request.limits
     results: list[dict[str, Any]] = []
-    cpu_total = 0.0
+    budget = Budget(limits)
     worker: Worker | None = None
     in_play = False
 
@@ -141,20 +142,20 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
 
     try:
         for index, case in enumerate(cases):
-            budget = limits.total_cpu_s - cpu_total
-            if budget <= 0:
-                results.append(fail(case, "solution_timeout", "not run: the total CPU limit was used up"))
+            exhausted = budget.used_up()
+            if exhausted is not None:
+                results.append(fail(case, "solution_timeout", exhausted))
                 if fail_fast:
                     break
                 continue
-            cpu_limit = min(limits.case_cpu_s, budget)
+            cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
             if worker is None:
                 if not in_play:
                     on_in_play()
                     in_play = True
                 worker = Worker(sandbox, limits, scratch_root)
                 loaded = worker.call({"code": request.submission, "entry_point": request.entry_point}, limits, cpu_limit)
-                cpu_total += loaded.usage.cpu_s
+                budget.spend(loaded.usage)
                 hello, problem = _reply(loaded, "loading the submission", limits)
                 if problem is None and hello.get("event") != "ready":
                     problem = (_worker_error_type(hello.get("error_type")), str(hello.get("error"))[:2000])
@@ -165,7 +166,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
                     break
             call_id = secrets.token_hex(8)
             outcome = worker.call({"id": call_id, "args": case["args"]}, limits, cpu_limit)
-            cpu_total += outcome.usage.cpu_s
+            budget.spend(outcome.usage)
             reply, problem = _reply(outcome, "running the case", limits)
             if problem is None and reply.get("id") != call_id:
                 problem = ("solution_error", "the worker's reply did not answer this call")
@@ -181,7 +182,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     finally:
         if worker is not None:
             worker.close()
-    return results, len(cases), cpu_total
+    return results, len(cases), budget.usage.cpu_s
 
 
 def _compare(case: dict, reply: dict[str, Any], usage: Usage, check, tolerance) -> dict[str, Any]:

@@ -244,8 +244,9 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     work = Path(scratch_root, f"work-{os.urandom(6).hex()}")
     on_in_play()
     try:
+        meter = sandbox.watch()
         apply = _spawn(sandbox, limits, "apply", [str(stage), str(work)], uid=APPLIER_UID)
-        applied = apply.wait(for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
+        applied = apply.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
                              output_limit=limits.output_kb * 1024)
         apply.close()
         sandbox.kill_all()
@@ -279,10 +280,11 @@ def _spawn(sandbox: Sandbox, limits: Limits, mode: str, args: list[str], *, uid:
 def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[str, str]], cpu: float,
                fail_fast: bool, all_fail) -> tuple[list[dict[str, Any]], int, float]:
     channel = os.pipe()
+    meter = sandbox.watch()
     run = _spawn(sandbox, limits, "pytest", [str(repo), str(channel[1]), *(node for _, node in listed)],
                  channel=channel, cwd=str(repo))
     try:
-        outcome = run.wait(for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
+        outcome = run.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
                            output_limit=limits.output_kb * 1024)
     finally:
         run.close()

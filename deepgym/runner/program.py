@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .protocol import Limits
-from .sandbox import Sandbox, Supervised, failure
+from .sandbox import Budget, Sandbox, Supervised, failure
 
 SUMMARY_BYTES = 200
 
@@ -65,7 +65,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     script.write_text(request.submission)
     script.chmod(0o644)
     results: list[dict[str, Any]] = []
-    cpu_total = 0.0
+    budget = Budget(limits)
     on_in_play()
     try:
         for case_in in inputs:
@@ -73,35 +73,37 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
             expected = case_in.with_suffix(".out").read_bytes()
             input_head = _head(case_in.read_bytes()[:SUMMARY_BYTES + 1])
             result = {"id": case_id, "input": input_head, "expected": _head(expected), "actual": None}
-            budget = limits.total_cpu_s - cpu_total
-            if budget <= 0:
-                results.append({**result, "passed": False, "error_type": "solution_timeout",
-                                "error": "not run: the total CPU limit was used up", "cpu_s": 0.0})
+            exhausted = budget.used_up()
+            if exhausted is not None:
+                results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
+                                "cpu_s": 0.0})
             else:
-                results.append(_run_case(sandbox, limits, script, code_dir, case_in, min(limits.case_cpu_s, budget),
-                                         expected, tolerance, result))
-                cpu_total += results[-1]["cpu_s"]
+                results.append(_run_case(sandbox, budget, script, code_dir, case_in, expected, tolerance, result))
             if fail_fast and not results[-1]["passed"]:
                 break
     finally:
         shutil.rmtree(code_dir, ignore_errors=True)
-    return results, len(inputs), cpu_total
+    return results, len(inputs), budget.usage.cpu_s
 
 
-def _run_case(sandbox: Sandbox, limits: Limits, script: Path, code_dir: str, case_in: Path, cpu_limit: float,
-              expected: bytes, tolerance: float | None, result: dict[str, Any]) -> dict[str, Any]:
+def _run_case(sandbox: Sandbox, budget: Budget, script: Path, code_dir: str, case_in: Path, expected: bytes,
+              tolerance: float | None, result: dict[str, Any]) -> dict[str, Any]:
+    limits = budget.limits
+    cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
     argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", "script", str(limits.memory_mb),
             str(limits.nofile), str(math.ceil(cpu_limit) + 1), str(script)]
     output_limit = limits.output_kb * 1024
+    meter = sandbox.watch()
     with open(case_in, "rb") as stdin:
         proc = sandbox.spawn(argv, stdin=stdin.fileno(), cwd=code_dir)
     process = Supervised(sandbox, proc, keep_stdout=output_limit)
     try:
-        outcome = process.wait(for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
+        outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
                                output_limit=output_limit)
     finally:
         process.close()
         sandbox.kill_all()
+    budget.spend(outcome.usage)
     actual = bytes(process.kept["stdout"])
     result = {**result, "actual": _head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
     if outcome.kind != "exited":

@@ -72,6 +72,9 @@ class Limits:
 
     # A case may take this many times its CPU limit in wall-clock time before the wall limit fires.
     WALL_FACTOR = 3.0
+    # A submission still runnable but starved of CPU when its wall limit fires gets up to this many wall
+    # limits in all to reach its CPU limit (a busy host slows it; it is judged on its own CPU time).
+    STARVED_GRACE = 3.0
     # Seconds the host waits beyond the runner's own budget before it kills the sandbox.
     HOST_GRACE_S = 30.0
 
@@ -85,7 +88,8 @@ class Limits:
 
     @property
     def host_deadline_s(self) -> float:
-        return self.total_wall_s + self.HOST_GRACE_S
+        """The runner's total budget, plus one case starved to its longest, plus start-up slack."""
+        return self.total_wall_s + self.case_wall_s * self.STARVED_GRACE + self.HOST_GRACE_S
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

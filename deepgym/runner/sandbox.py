@@ -134,6 +134,39 @@ class Usage:
         return self.psi_stall_s is None or self.psi_stall_s >= 0.2 * self.wall_s
 
 
+class Budget:
+    """A sample's total CPU and wall-clock budget across its cases (the runner enforces it itself)."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.started = time.monotonic()
+        self.usage = Usage()
+
+    def spend(self, usage: Usage) -> None:
+        total = self.usage
+        total.cpu_s += usage.cpu_s
+        total.samples += usage.samples
+        total.runnable_samples += usage.runnable_samples
+        if usage.psi_stall_s is not None:
+            total.psi_stall_s = (total.psi_stall_s or 0.0) + usage.psi_stall_s
+
+    def cpu_left(self) -> float:
+        return self.limits.total_cpu_s - self.usage.cpu_s
+
+    def used_up(self) -> str | None:
+        """Why no further case may run, or None. Raises HostOverloaded when the wall-clock budget ran out
+        while the host starved the submission."""
+        if self.cpu_left() <= 0:
+            return "not run: the total CPU limit was used up"
+        self.usage.wall_s = time.monotonic() - self.started
+        if self.usage.wall_s > self.limits.total_wall_s:
+            if self.usage.starved():
+                raise HostOverloaded(f"the total wall-clock limit of {self.limits.total_wall_s:g}s ran out while the "
+                                     f"host starved the submission ({self.usage.cpu_s:.2f}s of CPU)")
+            return f"not run: the total wall-clock limit of {self.limits.total_wall_s:g}s was used up"
+        return None
+
+
 class Sandbox:
     """Spawns untrusted processes and keeps track of everything they start."""
 
@@ -348,9 +381,11 @@ class Supervised:
             if room > 0:
                 kept.extend(chunk[:room])
 
-    def wait(self, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float, output_limit: int) -> Outcome:
-        """Wait for a line on the channel (``for_line``) or for the process to exit, whichever applies."""
-        meter = Meter(self.sandbox)
+    def wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
+             output_limit: int) -> Outcome:
+        """Wait for a line on the channel (``for_line``) or for the process to exit, whichever applies.
+        ``meter`` must have been started before the process was spawned or sent its request, so that a
+        quick child is measured in full."""
         while True:
             exited = False
             for key, _ in self.selector.select(self.POLL_S):
@@ -386,7 +421,10 @@ class Supervised:
             if usage.cpu_s > cpu_limit_s:
                 return Outcome("cpu", usage)
             if usage.wall_s > wall_limit_s:
-                return Outcome("starved" if usage.starved() else "wall", usage)
+                if not usage.starved():
+                    return Outcome("wall", usage)
+                if usage.wall_s > wall_limit_s * Limits.STARVED_GRACE:
+                    return Outcome("starved", usage)
 
     def _exited(self, usage: Usage) -> Outcome:
         """The process ended (or closed its channel): collect its status and whatever output is left."""
@@ -428,8 +466,9 @@ def failure(outcome: Outcome, doing: str, limits: Limits) -> tuple[str, str]:
     """(error_type, message) for an outcome that is not a usable result. Raises HostOverloaded when the
     wall-clock limit fired on a starved submission: nobody can be judged then."""
     if outcome.kind == "starved":
-        raise HostOverloaded(f"the wall-clock limit of {limits.case_wall_s:g}s fired while {doing}, but the "
-                             f"submission, runnable most of the time, got only {outcome.usage.cpu_s:.2f}s of CPU")
+        raise HostOverloaded(f"the wall-clock limit fired while {doing} after {outcome.usage.wall_s:.1f}s (including "
+                             f"grace for a starved submission), but the submission, runnable most of the time, got "
+                             f"only {outcome.usage.cpu_s:.2f}s of CPU of its {limits.case_cpu_s:g}s")
     if outcome.kind == "cpu":
         return "solution_timeout", f"used more than {limits.case_cpu_s:g}s of CPU while {doing}"
     if outcome.kind == "wall":

@@ -41,6 +41,9 @@ RUNNER_PIDS = 8
 START_GRACE_S = 20.0
 MAX_STDOUT_BYTES = 64 << 20
 STDERR_TAIL_BYTES = 8192
+# Engine API version: Docker 20.10 and later speak it, and it has everything used here. A fixed version keeps
+# the client's constructor off the network (docker-py's "auto" leaks a socket when the engine is down).
+API_VERSION = "1.41"
 
 
 def container_settings(api: docker.APIClient, limits: Limits, labels: dict[str, str]) -> dict[str, Any]:
@@ -142,7 +145,7 @@ class DockerRuntime(Runtime):
         with self._lock:
             if self._api is None:
                 with translate_errors("start"):
-                    client = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto",
+                    client = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION,
                                               max_pool_size=self._pool)
                 self._api = client
                 self._reap_orphans(client)

@@ -1,0 +1,12 @@
+from bisect import bisect_left
+
+
+def longest_increasing_subsequence(nums: list[int]) -> int:
+    tails = []
+    for value in nums:
+        i = bisect_left(tails, value)
+        if i == len(tails):
+            tails.append(value)
+        else:
+            tails[i] = value
+    return len(tails)

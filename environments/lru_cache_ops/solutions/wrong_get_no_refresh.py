@@ -1,0 +1,17 @@
+from collections import OrderedDict
+
+
+def lru_cache_ops(capacity: int, ops: list[list]) -> list:
+    cache = OrderedDict()
+    results = []
+    for op in ops:
+        key = op[1]
+        if op[0] == "get":
+            results.append(cache.get(key, -1))
+        else:
+            if key in cache:
+                cache.move_to_end(key)
+            elif len(cache) >= capacity:
+                cache.popitem(last=False)
+            cache[key] = op[2]
+    return results

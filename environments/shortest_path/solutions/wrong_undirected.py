@@ -1,0 +1,19 @@
+import heapq
+
+
+def shortest_path(n: int, edges: list[list[int]], source: int) -> list[int]:
+    adjacent = [[] for _ in range(n)]
+    for u, v, w in edges:
+        adjacent[u].append((v, w))
+        adjacent[v].append((u, w))
+    dist = [-1] * n
+    heap = [(0, source)]
+    while heap:
+        d, u = heapq.heappop(heap)
+        if dist[u] >= 0:
+            continue
+        dist[u] = d
+        for v, w in adjacent[u]:
+            if dist[v] < 0:
+                heapq.heappush(heap, (d + w, v))
+    return dist
