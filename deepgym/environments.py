@@ -188,8 +188,17 @@ def parse_manifest(path: Path) -> Environment:
 
 
 def _manifests() -> dict[str, Path]:
+    roots = environment_roots()
+    stamp = tuple((str(root), root.stat().st_mtime_ns if root.is_dir() else 0) for root in roots)
+    return _scan(stamp)
+
+
+@lru_cache(maxsize=8)
+def _scan(stamp: tuple[tuple[str, int], ...]) -> dict[str, Path]:
+    """Every manifest under the roots. Cached by the roots' modification times: adding or removing an
+    environment folder changes its root's, so the cache never hides one."""
     found: dict[str, Path] = {}
-    for root in environment_roots():
+    for root in (Path(name) for name, _ in stamp):
         if not root.is_dir():
             continue
         for manifest in sorted(root.glob("*/manifest.yaml")):

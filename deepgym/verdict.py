@@ -106,10 +106,21 @@ class NoVerdictError(DeepGymError):
         where = f" [{environment} on {runtime}]" if environment else ""
         super().__init__(f"no verdict ({error_type}){where}: {reason}")
 
+    def __reduce__(self):
+        # Pickled across processes (verl's reward workers are Ray actors): the same class, message and fields.
+        return (_restore, (self.__class__, self.args, dict(self.__dict__)))
+
     def to_dict(self) -> dict[str, Any]:
         return {"has_verdict": False, "score": None, "passed": None, "error_type": self.error_type,
                 "reason": self.reason, "environment": self.environment, "runtime": self.runtime,
                 "variant": self.variant}
+
+
+def _restore(cls: type[NoVerdictError], args: tuple, state: dict[str, Any]) -> NoVerdictError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,14 @@ def test_no_verdict_error_refuses_scored_types():
                                             (1.01, None), (float("nan"), None), (False, None), ("0.5", None)])
 def test_finite_score(value, expected):
     assert finite_score(value) == expected
+
+
+def test_no_verdict_error_survives_pickling():
+    """Reward workers are separate processes (Ray actors): the error must cross intact."""
+    import pickle
+
+    error = NoVerdictError("image_missing", "gone", environment="coin_change", runtime="docker", variant=3)
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is NoVerdictError and str(copy) == str(error)
+    assert (copy.error_type, copy.reason, copy.environment, copy.runtime, copy.variant) == \
+        ("image_missing", "gone", "coin_change", "docker", 3)

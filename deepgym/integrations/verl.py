@@ -30,12 +30,13 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+import numbers
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..runtime import MODES
 from ..verdict import NoVerdictError
@@ -79,8 +80,7 @@ _REWARD_ADVICE = (
 class VerlNoVerdictError(NoVerdictError):
     """A :class:`~deepgym.verdict.NoVerdictError` whose message also says what verl does with it.
 
-    ``reason`` stays the infrastructure's reason; ``advice`` is the verl part. Unlike its base class it
-    survives pickling, which it needs to cross from verl's reward workers (Ray actors) to the rollout."""
+    ``reason`` stays the infrastructure's reason; ``advice`` is the verl part."""
 
     def __init__(self, error_type: str, reason: str, *, environment: str | None = None,
                  runtime: str | None = None, variant: int = 0, advice: str = _REWARD_ADVICE):
@@ -91,19 +91,11 @@ class VerlNoVerdictError(NoVerdictError):
     def __str__(self) -> str:
         return self.args[0]
 
-    def __reduce__(self):
-        return (_rebuild_error, (type(self), self.error_type, self.reason, self.environment, self.runtime,
-                                 self.variant, self.advice))
-
     @classmethod
     def wrap(cls, error: NoVerdictError, advice: str = _REWARD_ADVICE) -> VerlNoVerdictError:
         """The same failure as ``error`` with verl's advice in the message."""
         return cls(error.error_type, error.reason, environment=error.environment, runtime=error.runtime,
                    variant=error.variant, advice=advice)
-
-
-def _rebuild_error(cls, error_type, reason, environment, runtime, variant, advice):
-    return cls(error_type, reason, environment=environment, runtime=runtime, variant=variant, advice=advice)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -255,7 +247,7 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
     when ``agent_name`` is given, ``agent_name`` (e.g. ``deepgym_single_turn``) to pick the agent loop per row.
     """
     names = [names] if isinstance(names, str) else list(names)
-    variants = [variant] if isinstance(variant, int) else list(variant)
+    variants = [variant] if isinstance(variant, numbers.Integral) else list(variant)
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     if not names:

@@ -27,8 +27,8 @@ import functools
 import inspect
 import logging
 import threading
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register

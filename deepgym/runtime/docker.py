@@ -14,6 +14,7 @@ those of a live process; ``deepgym cleanup`` removes them all.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import struct
@@ -32,6 +33,7 @@ from ..runner.protocol import Limits, Request
 from ..verdict import Observation
 from .base import Runtime
 
+log = logging.getLogger("deepgym")
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
 ENVIRONMENT_LABEL = "deepgym.environment"
@@ -166,10 +168,9 @@ class DockerRuntime(Runtime):
                 info = self.api().inspect_image(env.image)
             built_from = (info.get("Config") or {}).get("Labels", {}).get(HASH_LABEL)
             if built_from not in (None, "unknown") and built_from != content_hash(env.id):
-                import warnings
-
-                warnings.warn(f"image {env.image} was built from an older version of environment {env.id!r}; "
-                              f"rebuild it with `deepgym images build {env.id}`", stacklevel=2)
+                # A log line, not a warning: under `-W error` a warning would turn every sample into no verdict.
+                log.warning("image %s was built from an older version of environment %r; rebuild it with "
+                            "`deepgym images build %s`", env.image, env.id, env.id)
             self._images[env.id] = info["Id"]
         return self._images[env.id]
 

@@ -4,17 +4,16 @@ a row from verl's RLHFDataset with a scripted model and real containers."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import warnings
 
 import pytest
 
 pytest.importorskip("verl")
+pytestmark = pytest.mark.verl
 
 from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop  # noqa: E402
-
-from deepgym import NoVerdictError  # noqa: E402
-from deepgym.integrations.verl import kept_out  # noqa: E402
-from deepgym.integrations.verl_mask import DeepGymSingleTurnAgentLoop, kept_out_count  # noqa: E402
 from verl_fakes import (  # noqa: E402
     LineTokenizer,
     ScriptedServer,
@@ -24,6 +23,10 @@ from verl_fakes import (  # noqa: E402
     run_loop,
     solution,
 )
+
+from deepgym import NoVerdictError  # noqa: E402
+from deepgym.integrations.verl import kept_out  # noqa: E402
+from deepgym.integrations.verl_mask import DeepGymSingleTurnAgentLoop, kept_out_count  # noqa: E402
 
 RIGHT = fenced(solution("coin_change", "reference"))
 WRONG = fenced(solution("coin_change", "wrong_impossible_is_zero"))
@@ -48,7 +51,8 @@ def test_the_packaged_yaml_builds_deepgyms_loop():
 def test_a_configured_custom_reward_function_scores_the_sample(dataset_row, tmp_path):
     module = tmp_path / "my_reward.py"
     module.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"
-                      "    return 0.25 if kwargs['scale'] == 'quarter' and 'def coin_change' in solution_str else -1.0\n")
+                      "    right_call = kwargs['scale'] == 'quarter' and 'def coin_change' in solution_str\n"
+                      "    return 0.25 if right_call else -1.0\n")
     config = loop_config(use_v1=True, reward_path=str(module), reward_kwargs={"scale": "quarter"})
     [output] = run_loop(config, dataset_row, RIGHT)
     assert output.reward_score == 0.25
@@ -66,6 +70,36 @@ def test_right_answer_earns_1_and_wrong_answer_0_both_trained_on(use_v1, dataset
                                                        "error_type": "wrong_answer"}
     for output, text in ((right, RIGHT), (wrong, WRONG)):
         assert output.response_mask == [1] * response_tokens(text)  # every generated token is trained on
+
+
+def patch_environment() -> str | None:
+    from deepgym.environments import list_environments, load_environment
+
+    return next((name for name in list_environments() if load_environment(name).kind == "patch"), None)
+
+
+@pytest.mark.docker
+def test_a_bad_patch_is_the_models_fault_scored_0_and_trained_on():
+    name = patch_environment()
+    if name is None:
+        pytest.skip("no patch environment in this checkout")
+    from deepgym.images import build
+    from deepgym.integrations.verl import verl_rows
+
+    build([name])
+    row = verl_rows([name])[0]
+    row["raw_prompt"] = row["prompt"]
+    patches = {
+        "invalid_patch": "```diff\nthis is not a diff\n```",
+        "patch_apply_failed": "```diff\n--- a/no_such_file.py\n+++ b/no_such_file.py\n@@ -1 +1 @@\n-x\n+y\n```",
+        "test_infra_tampering": "```diff\n--- a/tests/conftest.py\n+++ b/tests/conftest.py\n@@ -0,0 +1 @@\n+x = 1\n```",
+    }
+    outputs = run_loop(loop_config(use_v1=True, **DEEPGYM_REWARD), row, *patches.values())
+    for error_type, text, output in zip(patches, patches.values(), outputs, strict=True):
+        assert output.reward_score == 0.0
+        assert output.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+                                                            "error_type": error_type}
+        assert output.response_mask == [1] * response_tokens(text)
 
 
 @pytest.mark.docker
@@ -95,6 +129,12 @@ def test_no_verdict_is_dropped_under_v1_and_masked_under_legacy(failure, use_v1,
                                                             "error_type": error_type}
         assert any(error_type in record.getMessage() for record in caplog.records)
     assert kept_out_count() == before + 1
+    if failure == "engine_unreachable":
+        # docker-py leaves the socket that failed to connect to the dead engine for the garbage collector;
+        # collect it here, where its ResourceWarning is expected, rather than in whichever test runs next.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
 
 
 def test_a_loop_mode_deepgym_cannot_run_fails_when_verl_builds_the_loop():
@@ -147,3 +187,34 @@ def test_warns_when_more_than_5_of_100_samples_are_kept_out(dataset_row, coin_ch
     assert kept_out.snapshot() == {"samples": 106, "kept_out": 12, "warnings": 2, "block_samples": 6,
                                    "block_kept_out": 6}
     assert kept_out_count() == 12
+
+
+@pytest.mark.docker
+def test_legacy_batch_through_verls_worker_postprocessing(dataset_row, coin_change_image, monkeypatch):
+    """A right, a wrong and a masked sample go through verl's own AgentLoopWorker postprocessing (legacy path):
+    one reward-extra-info key set for all, the masked sample's mask stays zero, and rm_scores are ours."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    config = loop_config(use_v1=False, **DEEPGYM_REWARD)
+    right, wrong = run_loop(config, dataset_row, RIGHT, WRONG)
+    monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
+    [masked] = run_loop(config, dataset_row, RIGHT)
+
+    worker = object.__new__(AgentLoopWorker)  # the worker's postprocessing, without its Ray actor and model
+    worker.config, worker.rollout_config = config, config.actor_rollout_ref.rollout
+    worker.tokenizer, worker.processor, worker.mm_processor_kwargs = LineTokenizer(), None, {}
+    worker.reward_loop_worker_handles, worker.distillation_enabled = None, False
+
+    async def postprocess():
+        row = {k: v for k, v in dataset_row.items() if k != "dummy_tensor"}
+        inputs = [await worker._agent_loop_postprocess(o, False, **row) for o in (right, wrong, masked)]
+        return worker._postprocess(inputs)
+
+    batch = asyncio.run(postprocess())
+    assert batch.meta_info["reward_extra_keys"] == ["score", "passed", "error", "error_type"]
+    assert batch.non_tensor_batch["error"].tolist() == [0.0, 0.0, 1.0]
+    assert batch.non_tensor_batch["error_type"].tolist() == ["", "wrong_answer", "image_missing"]
+    assert batch.batch["rm_scores"].sum(dim=1).tolist() == [1.0, 0.0, 0.0]
+    trained_tokens = batch.batch["response_mask"].sum(dim=1).tolist()
+    assert trained_tokens == [response_tokens(RIGHT), response_tokens(WRONG), 0]
+    assert int(batch.batch["responses"][2].count_nonzero()) == response_tokens(RIGHT)  # its tokens are kept

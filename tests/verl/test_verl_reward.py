@@ -11,6 +11,7 @@ import sys
 import pytest
 
 pytest.importorskip("verl")
+pytestmark = pytest.mark.verl
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -18,6 +19,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn, load_reward_manager  # noqa: E402
+from verl_fakes import EOS, EOS_ID, LineTokenizer, fenced, solution  # noqa: E402
 
 from deepgym import NoVerdictError  # noqa: E402
 from deepgym.integrations.verl import (  # noqa: E402
@@ -26,8 +28,6 @@ from deepgym.integrations.verl import (  # noqa: E402
     make_verl_reward_fn,
     verl_rows,
 )
-
-from verl_fakes import EOS, EOS_ID, LineTokenizer, fenced, solution  # noqa: E402
 
 RIGHT = fenced(solution("coin_change", "reference")) + EOS
 WRONG = fenced(solution("coin_change", "wrong_greedy"))
@@ -156,3 +156,22 @@ def test_bound_compute_score_and_batch_reward_fn(coin_change_image, monkeypatch)
         reward_fn([[101, 102]])
     monkeypatch.setenv("DEEPGYM_TAG", "missing-for-verl-test")
     assert reward_fn([RIGHT, PROSE]) == [None, 0.0]
+
+
+@pytest.mark.docker
+def test_one_client_per_mode_is_shared_by_verls_reward_threads(coin_change_image):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deepgym.integrations.verl import compute_score, get_client
+
+    row = coin_change_row()
+
+    def score(_: int):
+        result = compute_score(row["data_source"], RIGHT, extra_info=row["extra_info"], mode="docker")
+        return result["score"], get_client("docker")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(score, range(4)))
+    assert [s for s, _ in results] == [1.0] * 4
+    assert len({id(client) for _, client in results}) == 1
+    assert get_client("auto") is not get_client("docker")  # one per mode

@@ -47,6 +47,20 @@ class LineTokenizer:
                 out.append(EOS)
         return "".join(out)
 
+    def pad(self, encoded: dict[str, list[int]], *, padding: str = "max_length", max_length: int,
+            return_tensors: str = "pt", return_attention_mask: bool = True) -> dict[str, Any]:
+        """Pad one sequence to ``max_length`` on ``padding_side``, as a HF tokenizer does for verl's worker."""
+        import torch
+
+        ids = list(encoded["input_ids"])
+        fill = [self.pad_token_id] * (max_length - len(ids))
+        mask = [1] * len(ids)
+        out = {"input_ids": torch.tensor(fill + ids if self.padding_side == "left" else ids + fill)}
+        if return_attention_mask:
+            out["attention_mask"] = torch.tensor([0] * len(fill) + mask if self.padding_side == "left"
+                                                 else mask + [0] * len(fill))
+        return out
+
     def apply_chat_template(self, messages: list[dict], *, tools: Any = None, add_generation_prompt: bool = False,
                             tokenize: bool = True, **kwargs: Any) -> Any:
         ids: list[int] = []
