@@ -93,6 +93,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if not failed else EXIT_FAILED
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from .scaffold import new_environment
+
+    folder = new_environment(args.name, args.kind, Path(args.dir) if args.dir else None)
+    print(f"created {folder} from the {args.kind} template, a working example that passes `deepgym check`.\n"
+          f"Replace the task (prompt.md, tests/, solutions/, manifest.yaml), then run:\n"
+          f"  deepgym check {args.name}")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build what is missing, then score each environment's reference and one known-wrong solution, sent as
     model responses (prose around a fenced block)."""
@@ -149,6 +159,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="docker", choices=["docker", "local"])
     p.add_argument("--reruns", type=int, default=3, help="times the reference must score 1.0 (default: 3)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("new", help="create an environment from a working template of its kind")
+    p.add_argument("name")
+    p.add_argument("--kind", required=True, choices=["function", "program", "patch"])
+    p.add_argument("--dir", help="create it here (a folder on DEEPGYM_ENVIRONMENTS) instead of environments/")
+    p.set_defaults(func=cmd_new)
 
     p = sub.add_parser("demo", help="build what is missing and score a right and a wrong answer")
     p.add_argument("environments", nargs="*", metavar="ENV", default=["coin_change", "two_sum"])

@@ -11,14 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import TextIO
 
-from .environments import bundle_root, list_environments
+from .environments import bundle_root, list_environments, load_environment
 from .errors import ImageBuildError
 
 HASH_LABEL = "org.deepgym.content-hash"
@@ -49,7 +51,8 @@ def content_hash(name: str) -> str:
     _folder_digest(digest, root, root / "images" / "base")
     _folder_digest(digest, root, root / "deepgym" / "runner")
     if name != BASE:
-        _folder_digest(digest, root, root / "environments" / name)
+        folder = load_environment(name).path
+        _folder_digest(digest, folder.parent, folder)
     return digest.hexdigest()[:16]
 
 
@@ -117,8 +120,18 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
     env = {**os.environ, "CONTENT_HASHES": json.dumps(hashes), "DEBIAN_IMAGE": resolve_debian_image(debian_image, log),
            "REGISTRY": os.environ.get("DEEPGYM_REGISTRY", ""), "TAG": os.environ.get("DEEPGYM_TAG", "latest")}
     print(f"deepgym: building {len(todo)} image(s) with docker buildx bake: {', '.join(todo)}", file=log)
-    command = ["docker", "buildx", "bake", "--file", str(root / "docker-bake.hcl"), BASE, *todo]
-    log.flush()
-    if subprocess.run(command, cwd=root, env=env, stdout=log, stderr=log).returncode != 0:
-        raise ImageBuildError(f"docker buildx bake failed for {', '.join(todo)}; its output is above")
+    command = ["docker", "buildx", "bake", "--file", str(root / "docker-bake.hcl")]
+    with tempfile.TemporaryDirectory(prefix="deepgym-bake-") as scratch:
+        # Environments outside the repository (DEEPGYM_ENVIRONMENTS) get their targets from a second file.
+        known = set(re.findall(r'^target "([a-z0-9_]+)"', (root / "docker-bake.hcl").read_text(), re.M))
+        extra = [name for name in todo if name not in known]
+        if extra:
+            from .scaffold import bake_target
+
+            extra_file = Path(scratch, "environments.hcl")
+            extra_file.write_text("".join(bake_target(name, str(load_environment(name).path)) for name in extra))
+            command += ["--file", str(extra_file)]
+        log.flush()
+        if subprocess.run([*command, BASE, *todo], cwd=root, env=env, stdout=log, stderr=log).returncode != 0:
+            raise ImageBuildError(f"docker buildx bake failed for {', '.join(todo)}; its output is above")
     return todo

@@ -1,0 +1,71 @@
+"""``deepgym new``: a new environment folder from a working template.
+
+Each kind's template is a small, complete task that passes ``deepgym check`` as generated: replace the task,
+keep the shape. Inside the repository the new environment also gets its target in docker-bake.hcl; elsewhere
+(a folder on ``DEEPGYM_ENVIRONMENTS``), ``deepgym images build`` adds the target itself.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from .environments import _NAME, bundle_root, environment_roots, list_environments
+from .errors import DeepGymError
+from .runner.protocol import KINDS
+
+PLACEHOLDER = "{{name}}"
+
+
+def bake_target(name: str, context: str) -> str:
+    """The docker-bake.hcl target block of an environment."""
+    return (f'\ntarget "{name}" {{\n  inherits = ["_environment"]\n  context  = "{context}"\n'
+            f'  tags     = [image("{name}")]\n  labels   = environment_labels("{name}")\n}}\n')
+
+
+def _add_to_bake_file(name: str) -> Path:
+    bake = bundle_root() / "docker-bake.hcl"
+    text = bake.read_text()
+    group = re.search(r'(group "environments" \{\s*targets = \[)([^\]]*)(\])', text)
+    if group is None:
+        raise DeepGymError(f"{bake} has no group \"environments\"; add the target for {name} by hand")
+    names = sorted({*re.findall(r'"([a-z0-9_]+)"', group[2]), name})
+    listed = "\n" + "".join(f'    "{n}",\n' for n in names) + "  "
+    text = text[:group.start(2)] + listed + text[group.end(2):]
+    bake.write_text(text.rstrip("\n") + "\n" + bake_target(name, f"environments/{name}"))
+    return bake
+
+
+def new_environment(name: str, kind: str, directory: Path | None = None) -> Path:
+    """Create ``<directory>/<name>`` (default: the repository's environments folder) from the template of
+    ``kind``. Returns the new folder."""
+    if not _NAME.match(name):
+        raise DeepGymError(f"{name!r} is not a valid environment name: use lowercase letters, digits and "
+                           "underscores, starting with a letter")
+    if kind not in KINDS:
+        raise DeepGymError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    if name in list_environments():
+        raise DeepGymError(f"an environment called {name!r} already exists")
+    in_bundle = directory is None or directory.resolve() == (bundle_root() / "environments").resolve()
+    directory = bundle_root() / "environments" if directory is None else directory
+    if not in_bundle and directory.resolve() not in [root.resolve() for root in environment_roots()]:
+        raise DeepGymError(f"{directory} is not on DEEPGYM_ENVIRONMENTS, so deepgym would not find the new "
+                           f"environment; export DEEPGYM_ENVIRONMENTS={directory} first")
+    target = directory / name
+    template = resources.files("deepgym") / "templates" / kind
+    with resources.as_file(template) as source:
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", ".keep"))
+    for path in target.rglob("*"):
+        if path.is_file():
+            path.write_text(path.read_text().replace(PLACEHOLDER, name))
+    (target / "tests").mkdir(exist_ok=True)
+    generator = target / "generator" / "generate.py"
+    if generator.exists():
+        subprocess.run([sys.executable, str(generator)], check=True)
+    if in_bundle:
+        _add_to_bake_file(name)
+    return target
