@@ -55,7 +55,8 @@ class DeepGym:
         mode: ``docker`` (a fresh locked-down container per sample), ``auto`` (docker: deepgym never falls back
             to an unisolated mode by itself), or ``local`` (no isolation, for developing environments; needs
             ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
-        max_parallel: samples judged at once by ``run_batch`` (default: twice the CPU count).
+        max_parallel: samples judged at once by ``run_batch`` (default: the CPU count, at least 2; beyond it
+            latency grows without more throughput, see benchmarks/throughput.py).
         allow_local: the explicit opt-in that ``mode="local"`` requires.
     """
 
@@ -63,7 +64,7 @@ class DeepGym:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         self.mode = mode
-        self.max_parallel = max_parallel or max(2, 2 * (os.cpu_count() or 1))
+        self.max_parallel = max_parallel or max(2, os.cpu_count() or 1)
         options: dict[str, Any] = {"max_parallel": self.max_parallel}
         if mode == "local":
             options["allow_local"] = allow_local

@@ -1,0 +1,86 @@
+"""Scoring throughput: N mixed responses (half right, half wrong) per mode and parallelism, in one run.
+
+    python benchmarks/throughput.py                       # coin_change, 64 samples, docker and local
+    python benchmarks/throughput.py --env two_sum -n 200 --parallel 2 4 8
+
+Prints samples/s and per-sample latency (p50, p95) for each mode, and the machine it ran on. Every verdict is
+checked (right -> 1.0, wrong -> below 1.0), so a fast but wrong run cannot pass for a good one. Local mode runs
+submissions unconfined on this host; the benchmark opts in for it with DEEPGYM_ALLOW_LOCAL=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from deepgym import DeepGym, load_environment
+from deepgym.images import build
+
+
+def responses(env_name: str, n: int) -> list[tuple[str, bool]]:
+    env = load_environment(env_name)
+    solutions = env.solutions()
+    wrong = sorted(name for name in solutions if name.startswith("wrong_"))
+    language = "diff" if env.kind == "patch" else "python"
+
+    def fenced(name: str) -> str:
+        return f"Here it is.\n\n```{language}\n{solutions[name].read_text()}```\n"
+
+    return [(fenced("reference"), True) if i % 2 == 0 else (fenced(wrong[i // 2 % len(wrong)]), False) for i in range(n)]
+
+
+def run(mode: str, env: str, samples: list[tuple[str, bool]], parallel: int) -> dict[str, float]:
+    with DeepGym(mode=mode, max_parallel=parallel) as gym:
+        gym.judge(env, samples[0][0])  # warm-up: image inspection, the first connections
+
+        def one(sample: tuple[str, bool]) -> tuple[float, bool]:
+            started = time.perf_counter()
+            outcome = gym.judge(env, sample[0])
+            right = outcome.has_verdict and (outcome.score == 1.0) == sample[1]
+            return time.perf_counter() - started, right
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            results = list(pool.map(one, samples))
+        elapsed = time.perf_counter() - started
+    latencies = sorted(latency for latency, _ in results)
+    return {"samples_per_s": len(samples) / elapsed, "p50_s": statistics.median(latencies),
+            "p95_s": latencies[int(0.95 * (len(latencies) - 1))], "wrong_verdicts": sum(not ok for _, ok in results)}
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    engine = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"], capture_output=True,
+                            text=True).stdout.strip()
+    memory = int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal"))) // 2**20
+    return (f"{cpu}, {os.cpu_count()} CPUs, {memory} GiB, Linux {platform.release()}, Docker Engine {engine}, "
+            f"Python {platform.python_version()}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="coin_change")
+    parser.add_argument("-n", type=int, default=64, help="samples per configuration (default: %(default)s)")
+    parser.add_argument("--modes", nargs="+", default=["docker", "local"], choices=["docker", "local"])
+    parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
+    args = parser.parse_args()
+    os.environ.setdefault("DEEPGYM_ALLOW_LOCAL", "1")
+    build([args.env])
+    samples = responses(args.env, args.n)
+    print(f"machine: {machine()}")
+    print(f"environment: {args.env} ({load_environment(args.env).kind}), {args.n} samples, half right and half wrong\n")
+    print(f"{'mode':<8} {'parallel':>8} {'samples/s':>10} {'p50 s':>8} {'p95 s':>8} {'wrong verdicts':>15}")
+    for mode in args.modes:
+        for parallel in args.parallel:
+            r = run(mode, args.env, samples, parallel)
+            print(f"{mode:<8} {parallel:>8} {r['samples_per_s']:>10.1f} {r['p50_s']:>8.3f} {r['p95_s']:>8.3f} "
+                  f"{r['wrong_verdicts']:>15}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
