@@ -1,7 +1,8 @@
 """The ``deepgym`` command.
 
 Exit statuses: 0 success (for ``run``: the response was scored, whatever the score), 1 a failed check or
-build, 2 bad usage (an unknown environment, a malformed manifest, a missing file), 3 no verdict.
+build, 2 bad usage (an unknown environment, a malformed manifest, a missing file), 3 no verdict (for
+``run-batch``: at least one response had none).
 """
 
 from __future__ import annotations
@@ -45,6 +46,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         outcome = gym.judge(env, response, variant=args.variant)
     print(json.dumps(outcome.to_dict(), indent=None if args.compact else 2))
     return EXIT_OK if outcome.has_verdict else EXIT_NO_VERDICT
+
+
+def cmd_run_batch(args: argparse.Namespace) -> int:
+    """One JSON line per response, in order, then a summary line counting outcomes by error type."""
+    from .client import DeepGym
+    from .environments import load_environment
+
+    env = load_environment(args.environment)
+    responses = []
+    for number, line in enumerate(_read_response(args.responses).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            raise FileNotFoundError(f"--responses line {number} is not JSON (one string or {{\"response\": ...}} "
+                                    "per line)") from None
+        responses.append(item["response"] if isinstance(item, dict) else str(item))
+    with DeepGym(mode=args.mode) as gym:
+        batch = gym.run_batch(env, responses, variant=args.variant)
+    for outcome in batch:
+        print(json.dumps(outcome.to_dict()))
+    print(json.dumps({"summary": batch.summary()}))
+    return EXIT_OK if batch.no_verdict == 0 else EXIT_NO_VERDICT
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
@@ -138,6 +163,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", type=int, default=0)
     p.add_argument("--compact", action="store_true", help="print the JSON on one line")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("run-batch", help="score many responses (JSON lines) in parallel; prints one JSON line each "
+                                         "and a summary of outcomes by error type")
+    p.add_argument("environment")
+    p.add_argument("--responses", required=True, metavar="FILE", help="JSON lines: a string or {\"response\": ...}; "
+                                                                      "- for stdin")
+    p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
+    p.add_argument("--variant", type=int, default=0)
+    p.set_defaults(func=cmd_run_batch)
 
     images = sub.add_parser("images", help="build and inspect the verifier images").add_subparsers(
         dest="images_command", required=True, metavar="COMMAND")

@@ -17,6 +17,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
+from .accounting import NoVerdictMonitor
 from .environments import Environment, load_environment
 from .extract import extract_code, extract_patch
 from .runner.protocol import Request
@@ -69,13 +70,15 @@ class DeepGym:
         if mode == "local":
             options["allow_local"] = allow_local
         self.runtime = make_runtime(mode, **options)
+        self.monitor = NoVerdictMonitor()
 
     @property
     def backend(self) -> str:
         return self.runtime.name
 
     def judge(self, env: str | Environment, response: str, *, variant: int = 0) -> Outcome:
-        """The outcome for one response, returned rather than raised."""
+        """The outcome for one response, returned rather than raised. Counted by ``self.monitor``, which warns
+        when more than 5 samples in a block of 100 have no verdict."""
         env = load_environment(env)
         if not 0 <= variant < env.variants:
             raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
@@ -83,6 +86,7 @@ class DeepGym:
         code = extract_patch(response) if env.kind == "patch" else extract_code(response)
         if code is None:
             error_type = "invalid_patch" if env.kind == "patch" else "no_code_block"
+            self.monitor.record(False)
             return Verdict(score=0.0, passed=False, error_type=error_type,
                            details=f"the response has no {'diff' if env.kind == 'patch' else 'fenced code block'}, "
                                    "so nothing was run", environment=env.id, runtime=self.backend, variant=variant)
@@ -96,7 +100,9 @@ class DeepGym:
             observation = Observation(runtime=self.backend, infra_error="verifier_error",
                                       infra_reason=f"deepgym's {self.backend} runtime failed: {exc!r}",
                                       elapsed_s=time.monotonic() - started)
-        return classify(request, observation, env.id)
+        outcome = classify(request, observation, env.id)
+        self.monitor.record(not outcome.has_verdict, outcome.error_type)
+        return outcome
 
     def run(self, env: str | Environment, response: str, *, variant: int = 0) -> Verdict:
         """The verdict for one response. Raises NoVerdictError when the infrastructure failed."""

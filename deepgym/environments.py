@@ -52,7 +52,9 @@ REQUIRED_TESTS = {"function": ("cases.py",), "program": ("cases",), "patch": ("r
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
-    "nofile": (16, 65536), "output_kb": (1, 1 << 20), "tmpfs_mb": (1, 65536), "cpus": (0.1, 64),
+    "nofile": (16, 65536), "output_kb": (1, 1 << 20), "tmpfs_mb": (1, 65536),
+    # At least half a CPU: below a third, a busy submission would look starved by the host (see Limits).
+    "cpus": (0.5, 64),
 }
 
 

@@ -27,17 +27,16 @@ never a 0: verl has no way for a reward function to mark a sample unscored.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import math
 import numbers
 import os
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..accounting import NoVerdictMonitor
 from ..runtime import MODES
 from ..verdict import NoVerdictError
 
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from ..client import DeepGym
     from ..environments import Environment
 
-__all__ = ["PLANNED_MODES", "REWARD_KEYS", "KeptOutMonitor", "VerlNoVerdictError", "agent_loop_config_path",
+__all__ = ["PLANNED_MODES", "REWARD_KEYS", "VerlNoVerdictError", "agent_loop_config_path",
            "check_mode", "compute_score", "get_client", "get_environment", "kept_out", "make_verl_compute_score",
            "make_verl_reward_fn", "reset_clients", "reward_info", "verl_rows"]
 
@@ -55,9 +54,6 @@ log = logging.getLogger("deepgym.verl")
 PLANNED_MODES = ("daytona", "e2b", "modal", "apple")
 REWARD_KEYS = ("score", "passed", "error", "error_type")
 AGENT_LOOP_NAME = "deepgym_single_turn"
-
-# Set while deepgym's own agent loop calls the reward function, so a sample is counted once (by the loop).
-IN_AGENT_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar("deepgym_in_agent_loop", default=False)
 
 
 def agent_loop_config_path() -> str:
@@ -173,63 +169,8 @@ def reset_clients() -> None:
             log.debug("closing a deepgym client failed", exc_info=True)
 
 
-# --------------------------------------------------------------------------------------------------------
-# Kept-out monitor
-
-
-class KeptOutMonitor:
-    """Counts, per process, the samples kept out of training because they had no verdict.
-
-    Samples are taken in blocks of ``block`` (100); when more than ``limit`` (5) of one block are kept out it
-    logs one warning for that block, as soon as the sample over the limit arrives. A policy that learns to
-    break its sandbox escapes the penalty of those samples, so a rising count deserves a look."""
-
-    def __init__(self, block: int = 100, limit: int = 5):
-        self.block = block
-        self.limit = limit
-        self._lock = threading.Lock()
-        self.reset()
-
-    def reset(self) -> None:
-        with self._lock:
-            self.samples = 0
-            self.kept_out = 0
-            self.warnings = 0
-            self.block_samples = 0
-            self.block_kept_out = 0
-            self._block_types: Counter[str] = Counter()
-
-    def record(self, kept_out: bool, error_type: str | None = None) -> None:
-        """Count one sample; ``kept_out`` when it had no verdict (``error_type`` says why)."""
-        message = None
-        with self._lock:
-            self.samples += 1
-            self.block_samples += 1
-            if kept_out:
-                self.kept_out += 1
-                self.block_kept_out += 1
-                self._block_types[error_type or "unknown"] += 1
-                if self.block_kept_out == self.limit + 1:
-                    self.warnings += 1
-                    kinds = ", ".join(f"{k} x{n}" for k, n in self._block_types.most_common())
-                    message = (f"deepgym: {self.block_kept_out} of the last {self.block_samples} samples in this "
-                               f"process had no verdict and were kept out of training ({kinds}); more than "
-                               f"{self.limit} in a block of {self.block}. Check the engine and the images, and "
-                               f"watch for a policy that learns to trigger failures: it escapes their penalty.")
-            if self.block_samples == self.block:
-                self.block_samples = 0
-                self.block_kept_out = 0
-                self._block_types.clear()
-        if message:
-            log.warning(message)
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return {"samples": self.samples, "kept_out": self.kept_out, "warnings": self.warnings,
-                    "block_samples": self.block_samples, "block_kept_out": self.block_kept_out}
-
-
-kept_out = KeptOutMonitor()
+# Samples the agent loop kept out of training, per process (the client counts every no-verdict itself).
+kept_out = NoVerdictMonitor(what="had no verdict and were kept out of training")
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -299,8 +240,6 @@ def reward_info(result: Any) -> dict[str, Any]:
 
 def _judge(env: str | Environment, solution_str: str, variant: int, client: DeepGym) -> dict[str, Any]:
     outcome = client.judge(get_environment(env), str(solution_str), variant=variant)
-    if not IN_AGENT_LOOP.get():
-        kept_out.record(not outcome.has_verdict, outcome.error_type)
     if not outcome.has_verdict:
         raise VerlNoVerdictError.wrap(outcome)
     return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
@@ -372,8 +311,6 @@ def make_verl_reward_fn(env: str | Environment, *, mode: str = "auto", dg: DeepG
                                 "decode the response ids with your tokenizer first")
         client = dg or get_client(mode)
         outcomes = client.run_batch(environment, responses, variant=variant, max_parallel=max_parallel)
-        for outcome in outcomes:
-            kept_out.record(not outcome.has_verdict, outcome.error_type)
         return [float(o.score) if o.has_verdict else None for o in outcomes]
 
     return reward_fn

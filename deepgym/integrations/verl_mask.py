@@ -53,7 +53,7 @@ _reward_fns_lock = threading.Lock()
 
 def kept_out_count() -> int:
     """How many samples this process has kept out of training so far (see ``kept_out.snapshot()``)."""
-    return kept_out.snapshot()["kept_out"]
+    return kept_out.snapshot()["no_verdict"]
 
 
 def _reward_function(config: Any, mode: str) -> Callable[..., Any]:
@@ -117,20 +117,8 @@ class DeepGymSingleTurnAgentLoop(SingleTurnAgentLoop):
     async def _call_reward(self, call: dict[str, Any]) -> Any:
         fn = self.reward_fn
         if inspect.iscoroutinefunction(fn):
-            token = dgverl.IN_AGENT_LOOP.set(True)
-            try:
-                return await fn(**call)
-            finally:
-                dgverl.IN_AGENT_LOOP.reset(token)
-
-        def in_thread() -> Any:
-            token = dgverl.IN_AGENT_LOOP.set(True)
-            try:
-                return fn(**call)
-            finally:
-                dgverl.IN_AGENT_LOOP.reset(token)
-
-        return await self.loop.run_in_executor(None, in_thread)
+            return await fn(**call)
+        return await self.loop.run_in_executor(None, lambda: fn(**call))
 
     def _keep_out(self, output: AgentLoopOutput, exc: NoVerdictError) -> None:
         kept_out.record(True, exc.error_type)

@@ -32,7 +32,7 @@ RIGHT = fenced(solution("coin_change", "reference"))
 WRONG = fenced(solution("coin_change", "wrong_impossible_is_zero"))
 DEEPGYM_REWARD = {"reward_path": "pkg://deepgym.integrations.verl", "reward_kwargs": {"mode": "docker"}}
 DEAD_ENGINE = "unix:///nonexistent/deepgym-test-docker.sock"
-BLOCK_WARNING = "in a block of 100"
+BLOCK_WARNING = "were kept out of training"  # the loop's monitor; the client warns about no verdicts too
 
 
 def response_tokens(text: str) -> int:
@@ -169,7 +169,7 @@ def test_warns_when_more_than_5_of_100_samples_are_kept_out(dataset_row, coin_ch
     def block_warnings() -> int:
         return sum(BLOCK_WARNING in record.getMessage() for record in caplog.records)
 
-    with caplog.at_level(logging.WARNING, logger="deepgym.verl"):
+    with caplog.at_level(logging.WARNING, logger="deepgym"):
         # Block 1: five kept out among the first 99 samples is within the limit...
         responses = [RIGHT if i % 20 == 0 else prose for i in range(99)]
         outputs = run_loop(config, dataset_row, *responses)
@@ -184,8 +184,8 @@ def test_warns_when_more_than_5_of_100_samples_are_kept_out(dataset_row, coin_ch
         assert block_warnings() == 1
         run_loop(config, dataset_row, RIGHT)
         assert block_warnings() == 2
-    assert kept_out.snapshot() == {"samples": 106, "kept_out": 12, "warnings": 2, "block_samples": 6,
-                                   "block_kept_out": 6}
+    assert kept_out.snapshot() == {"samples": 106, "no_verdict": 12, "warnings": 2, "block_samples": 6,
+                                   "block_no_verdict": 6, "by_error_type": {"image_missing": 12}}
     assert kept_out_count() == 12
 
 
