@@ -19,15 +19,19 @@ row   observation                                                  outcome
 7     well-formed scored report                                    scored, as reported
 8     no report, sandbox OOM-killed, submission in play            scored 0, solution_oom
 9     no report, sandbox OOM-killed before the submission ran      no verdict, verifier_error
-10    no report, host deadline hit, submission in play             scored 0, solution_timeout
+10a   no report, host deadline hit, submission in play, the        no verdict, host_overloaded
+      sandbox got under 1/3 of a CPU (it was starved)
+10b   no report, host deadline hit, submission in play             scored 0, solution_timeout
 11    no report, host deadline hit before the submission ran       no verdict, verifier_timeout
 12    no report, killed by a signal (exit 137/143)                 no verdict, sandbox_lost
 13    no report, anything else                                     no verdict, verifier_error
 ====  ===========================================================  =============================
 
-Row 10 is the submission's fault because the runner enforces every limit itself and only misses the host's
-deadline when the submission starves it (a fork bomb of busy processes, say); a host too busy to judge fairly
-is detected by the runner and reported as ``host_overloaded`` (row 4). Rows 12-13 cannot be the submission's
+The runner enforces every limit itself and keeps its own schedule well inside the host's deadline, so a
+missed deadline means the runner was kept from running. Row 10 asks by whom: a sandbox busy on the CPU is the
+submission starving the runner (a fork bomb of busy processes, say), scored 0; a sandbox that got under a
+third of a CPU was starved by the host, and gets no verdict. A host too busy to judge fairly while the
+runner still runs is detected by the runner itself (``host_overloaded``, row 4). Rows 12-13 cannot be the submission's
 doing: it runs as another user and cannot signal the runner, so a dead runner without an OOM kill is ours.
 
 The error-type vocabulary lives in :data:`deepgym.runner.protocol.ERROR_TYPES`, shared with the runner.
@@ -39,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import DeepGymError
-from .runner.protocol import ERROR_TYPES, IN_PLAY, REPORT, Request, finite_score, is_scored, parse_events
+from .runner.protocol import ERROR_TYPES, IN_PLAY, REPORT, Limits, Request, finite_score, is_scored, parse_events
 
 __all__ = ["ERROR_TYPES", "CaseResult", "NoVerdictError", "Observation", "Verdict", "classify", "is_scored"]
 
@@ -138,6 +142,9 @@ class Observation:
     stderr_tail: str = ""
     elapsed_s: float = 0.0
     image_id: str | None = None
+    cpu_share: float | None = None
+    """CPU seconds the whole sandbox used per second of wall-clock time, when the host's deadline fired (None
+    when not measured)."""
 
 
 def classify(request: Request, observation: Observation, environment: str) -> Verdict | NoVerdictError:
@@ -175,7 +182,10 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
             return zero("solution_oom", "the whole sandbox ran out of memory while the submission ran")
         return no_verdict("verifier_error", "the sandbox ran out of memory before the submission ran" + suffix)  # row 9
     if obs.deadline_hit:
-        if in_play:  # row 10
+        if in_play and obs.cpu_share is not None and obs.cpu_share < 1 / Limits.WALL_FACTOR:  # row 10a
+            return no_verdict("host_overloaded", f"the runner missed the host's deadline while the whole sandbox got "
+                                                 f"only {obs.cpu_share:.0%} of a CPU: the host starved it")
+        if in_play:  # row 10b
             return zero("solution_timeout", "the submission kept the runner from reporting before the host's deadline")
         return no_verdict("verifier_timeout", "the runner did not report before the host's deadline, "
                                               "and no submission code had run")  # row 11

@@ -125,7 +125,7 @@ def test_row9_oom_before_the_submission_ran_is_ours():
     assert_no_verdict(outcome(stdout=stdout((STARTED, None)), exit_code=137, oom_killed=True), "verifier_error")
 
 
-def test_row10_host_deadline_after_the_submission_started():
+def test_row10b_host_deadline_after_the_submission_started():
     assert_scored(outcome(stdout=stdout((IN_PLAY, None)), exit_code=137, deadline_hit=True), 0.0, "solution_timeout")
 
 
@@ -175,3 +175,10 @@ def test_no_verdict_error_survives_pickling():
     assert type(copy) is NoVerdictError and str(copy) == str(error)
     assert (copy.error_type, copy.reason, copy.environment, copy.runtime, copy.variant) == \
         ("image_missing", "gone", "coin_change", "docker", 3)
+
+
+def test_row10a_host_deadline_missed_while_the_host_starved_the_sandbox():
+    events = stdout((STARTED, None), (IN_PLAY, None))
+    assert_no_verdict(outcome(stdout=events, exit_code=137, deadline_hit=True, cpu_share=0.05), "host_overloaded")
+    # A sandbox busy on the CPU is the submission starving its own runner: scored.
+    assert_scored(outcome(stdout=events, exit_code=137, deadline_hit=True, cpu_share=0.9), 0.0, "solution_timeout")

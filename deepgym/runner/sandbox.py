@@ -445,6 +445,8 @@ class Supervised:
                     if not chunk:
                         break
                     self.channel.extend(chunk)
+        if code < 0 and usage.oom_kills:
+            return Outcome("oom", usage, exit_code=code, detail="killed by the out-of-memory killer")
         if code < 0:
             return Outcome("exited", usage, exit_code=code, detail=f"was killed by signal {-code}")
         return Outcome("exited", usage, exit_code=code, detail=f"exited with status {code}")

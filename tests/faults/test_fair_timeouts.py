@@ -1,0 +1,37 @@
+"""Fair timeouts on a busy host: the submission is limited by its own CPU time, so host load does not make a
+correct answer time out; a busy loop and a sleep still do; a host so busy that nobody can be judged gives
+no verdict (host_overloaded) instead of a 0."""
+
+import os
+
+import pytest
+
+from .conftest import HEAVY_REFERENCE, fenced
+
+pytestmark = pytest.mark.docker
+CPUS = os.cpu_count() or 1
+BUSY = "def f(n):\n    while True:\n        pass"
+SLEEP = "import time\ndef f(n):\n    time.sleep(10**6)"
+
+
+def test_correct_cpu_heavy_solution_passes_on_a_saturated_host(fault_envs, gym, host_load):
+    host_load.processes(2 * CPUS)
+    verdict = gym.run("fault_heavy", fenced(HEAVY_REFERENCE))
+    assert (verdict.score, verdict.error_type) == (1.0, None), verdict.details
+    assert max(case.cpu_s for case in verdict.cases) > 0.15, "the reference is meant to need real CPU time"
+
+
+@pytest.mark.parametrize("code", [BUSY, SLEEP], ids=["busy-loop", "sleep"])
+def test_genuine_timeouts_stay_timeouts_under_the_same_load(fault_envs, gym, host_load, code):
+    host_load.processes(2 * CPUS)
+    verdict = gym.run("fault_heavy", fenced(code))
+    assert (verdict.score, verdict.error_type) == (0.0, "solution_timeout"), verdict.details
+
+
+def test_a_host_that_starves_the_sample_gives_no_verdict_never_a_zero(fault_envs, gym, host_load):
+    # Neighbour containers with 256 times the CPU weight leave the sample a sliver of CPU: neither a right nor
+    # a wrong answer can be judged fairly, so neither is scored.
+    host_load.heavy_containers(2 * CPUS)
+    outcomes = gym.run_batch("fault_quick", [fenced("def f(n):\n    return n"), fenced(BUSY)])
+    assert [o.error_type for o in outcomes] == ["host_overloaded", "host_overloaded"], [o.to_dict() for o in outcomes]
+    assert outcomes.no_verdict == 2
