@@ -192,7 +192,7 @@ class Sandbox:
         self._sessions.add(proc.pid)
         return proc
 
-    def _members(self) -> list[int]:
+    def members(self) -> list[int]:
         """Pids of every live untrusted process."""
         pids = []
         for name in os.listdir("/proc"):
@@ -213,7 +213,7 @@ class Sandbox:
                     pids.append(pid)
         return pids
 
-    def _any_runnable(self, pids: list[int]) -> bool:
+    def any_runnable(self, pids: list[int]) -> bool:
         for pid in pids:
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
@@ -239,7 +239,7 @@ class Sandbox:
             total = cgroup_cpu_s()
             if total is not None:
                 return max(0.0, total - time.process_time())
-        return self._process_cpu_s(self._members())
+        return self._process_cpu_s(self.members())
 
     def watch(self) -> Meter:
         """Start measuring a window (one case, or loading the submission)."""
@@ -256,7 +256,7 @@ class Sandbox:
             except ProcessLookupError:
                 pass
         else:
-            for pid in self._members():
+            for pid in self.members():
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
@@ -273,7 +273,7 @@ class Sandbox:
                     stream.close()
         self._procs.clear()
         deadline = time.monotonic() + 2.0
-        while self._members() and time.monotonic() < deadline:
+        while self.members() and time.monotonic() < deadline:
             time.sleep(0.01)
 
 
@@ -296,7 +296,7 @@ class Meter:
         usage.wall_s = time.monotonic() - self._wall0
         usage.cpu_s = max(0.0, self.sandbox.cpu_s() - self._cpu0)
         usage.samples += 1
-        if self.sandbox._any_runnable(self.sandbox._members()):
+        if self.sandbox.any_runnable(self.sandbox.members()):
             usage.runnable_samples += 1
         psi = psi_cpu_stall_s()
         if psi is not None and self._psi0 is not None:
