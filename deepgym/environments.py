@@ -9,7 +9,7 @@ What ``tests/`` holds depends on the kind (the image copies it to /opt/deepgym/e
 
 - ``function``: ``cases.py`` with ``cases(variant)`` (see deepgym/runner/function.py)
 - ``program``: ``cases/<id>.in`` and ``cases/<id>.out``, optional ``config.json`` (deepgym/runner/program.py)
-- ``patch``: ``repo/``, ``hidden/`` and ``spec.json`` (deepgym/runner/patch.py)
+- ``patch``: ``repo/``, ``hidden/``, ``spec.json`` and ``probes.json`` (deepgym/runner/patch.py)
 
 Manifest keys (unknown keys are an error):
 
@@ -48,7 +48,8 @@ DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants"}
 # What each kind's tests/ folder must hold.
-REQUIRED_TESTS = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "hidden", "spec.json")}
+REQUIRED_TESTS = {"function": ("cases.py",), "program": ("cases",),
+                  "patch": ("repo", "hidden", "spec.json", "probes.json")}
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
@@ -173,6 +174,10 @@ def parse_manifest(path: Path) -> Environment:
     scoring = data.get("scoring", "all_or_nothing")
     if scoring not in SCORINGS:
         raise _fail(path, "scoring", f"{scoring!r} is not a known scoring", f"use one of {', '.join(SCORINGS)}")
+    if data["kind"] == "patch" and scoring == "partial":
+        raise _fail(path, "scoring", "patch tasks give no partial credit: their pytest results come from the "
+                    "submission's own process, so only the all-or-nothing verdict (which the probes back) is "
+                    "unforgeable", "remove the key")
     difficulty = data.get("difficulty")
     if difficulty is not None and difficulty not in DIFFICULTIES:
         raise _fail(path, "difficulty", f"{difficulty!r} is not known", f"use one of {', '.join(DIFFICULTIES)}")

@@ -17,7 +17,7 @@ from .protocol import IN_PLAY, REPORT, STARTED, Request, event_line
 from .sandbox import SUBMISSION_UID
 
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
-REQUIRED = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "spec.json")}
+REQUIRED = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "spec.json", "probes.json")}
 
 
 def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:

@@ -7,6 +7,8 @@ The hidden tests are a module ``cases.py`` in the environment's directory (root-
 - optional ``check(args, expected, actual) -> bool`` for tasks with several right answers; it runs in the
   runner and only ever sees plain data.
 - optional ``FLOAT_TOLERANCE`` (relative and absolute) for the default comparison.
+
+The loop that drives a worker (:func:`run_calls`) also judges a patch task's probes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, failure
 
 SUMMARY_CHARS = 200
+# The only error types a worker may claim: it is the submission's process, so anything else is a lie.
+WORKER_ERROR_TYPES = ("solution_error", "solution_oom")
 
 
 def summarize(value: Any) -> str:
@@ -51,54 +55,105 @@ def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
     return type(expected) is type(actual) and expected == actual
 
 
-class Worker:
-    """One untrusted worker process (worker.py in ``function`` mode) and the pipes to it."""
+def worker_error_type(value: Any) -> str:
+    return value if value in WORKER_ERROR_TYPES else "solution_error"
 
-    def __init__(self, sandbox: Sandbox, limits: Limits, scratch_root: str):
-        req_r, self._requests = os.pipe()
+
+class Worker:
+    """One untrusted worker process (worker.py in ``function`` or ``probe`` mode) and the pipes to it."""
+
+    def __init__(self, sandbox: Sandbox, limits: Limits, mode: str, path: str, cwd: str = "/"):
+        req_r, req_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", "function", str(limits.memory_mb),
-                str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), scratch_root, str(req_r), str(reply_w)]
+        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", mode, str(limits.memory_mb),
+                str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), path, str(req_r), str(reply_w)]
         try:
-            proc = sandbox.spawn(argv, pass_fds=(req_r, reply_w))
+            proc = sandbox.spawn(argv, pass_fds=(req_r, reply_w), cwd=cwd)
         except BaseException:
             os.close(reply_r)
-            os.close(self._requests)
+            os.close(req_w)
             raise
         finally:
             os.close(req_r)
             os.close(reply_w)
-        self.process = Supervised(sandbox, proc, channel_fd=reply_r)
+        self.process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w)
 
     def call(self, message: dict[str, Any], limits: Limits, cpu_limit_s: float) -> Outcome:
         """Send one request line and wait for the reply line under the case's limits."""
         meter = self.process.sandbox.watch()
-        try:
-            os.write(self._requests, json.dumps(message).encode() + b"\n")
-        except BrokenPipeError:
-            pass  # it died; waiting for the reply reports how
         return self.process.wait(meter, for_line=True, cpu_limit_s=cpu_limit_s, wall_limit_s=limits.case_wall_s,
-                                 output_limit=limits.output_kb * 1024)
+                                 output_limit=limits.output_kb * 1024, send=json.dumps(message).encode() + b"\n")
 
     def close(self) -> None:
         self.process.close()
-        os.close(self._requests)
 
 
-# The only error types a worker may claim: it is the submission's process, so anything else is a lie.
-WORKER_ERROR_TYPES = ("solution_error", "solution_oom")
-
-
-def _worker_error_type(value: Any) -> str:
-    return value if value in WORKER_ERROR_TYPES else "solution_error"
-
-
-def _decode(line: bytes | None) -> dict[str, Any] | None:
+def _reply(outcome: Outcome, doing: str, limits: Limits) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
+    """The decoded reply, or the (error_type, message) saying why there is none."""
+    if outcome.kind != "line":
+        return None, failure(outcome, doing, limits)
     try:
-        value = json.loads(line) if line is not None else None
+        reply = json.loads(outcome.line)
     except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+        reply = None
+    if not isinstance(reply, dict):
+        return None, ("solution_error", f"the worker's reply while {doing} was not a JSON object")
+    return reply, None
+
+
+def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tuple[str, str, str],
+              hello: dict[str, Any], cases: list[dict[str, Any]], request_of: Callable[[dict], dict],
+              judge_reply: Callable[[dict, dict, Usage], dict], fail: Callable[[dict, str, str, Usage | None], dict],
+              on_in_play: Callable[[], None], fail_fast: bool) -> list[dict[str, Any]]:
+    """Drive a worker through ``cases``: load it with ``hello``, send ``request_of(case)`` for each case and
+    judge each reply in the runner. A worker that dies or runs out of time fails its case and is replaced;
+    one that cannot load fails every remaining case the same way. ``worker_args`` is (mode, path, cwd)."""
+    results: list[dict[str, Any]] = []
+    worker: Worker | None = None
+    in_play = False
+    try:
+        for index, case in enumerate(cases):
+            exhausted = budget.used_up()
+            if exhausted is not None:
+                results.append(fail(case, "solution_timeout", exhausted, None))
+                if fail_fast:
+                    break
+                continue
+            cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
+            if worker is None:
+                if not in_play:
+                    on_in_play()
+                    in_play = True
+                worker = Worker(sandbox, limits, *worker_args)
+                loaded = worker.call(hello, limits, cpu_limit)
+                budget.spend(loaded.usage)
+                ready, problem = _reply(loaded, "loading the submission", limits)
+                if problem is None and ready.get("event") != "ready":
+                    problem = (worker_error_type(ready.get("error_type")), str(ready.get("error"))[:2000])
+                if problem is not None:
+                    # Loading is deterministic: every remaining case would fail the same way.
+                    remaining = [case] if fail_fast else cases[index:]
+                    results.extend(fail(c, *problem, loaded.usage) for c in remaining)
+                    break
+            call_id = secrets.token_hex(8)
+            outcome = worker.call({"id": call_id, **request_of(case)}, limits, cpu_limit)
+            budget.spend(outcome.usage)
+            reply, problem = _reply(outcome, "running the case", limits)
+            if problem is None and reply.get("id") != call_id:
+                problem = ("solution_error", "the worker's reply did not answer this call")
+            if problem is not None:
+                results.append(fail(case, *problem, outcome.usage))
+                worker.close()
+                sandbox.kill_all()
+                worker = None
+            else:
+                results.append(judge_reply(case, reply, outcome.usage))
+            if fail_fast and not results[-1]["passed"]:
+                break
+    finally:
+        if worker is not None:
+            worker.close()
+    return results
 
 
 def load_cases_module(env_dir: str) -> ModuleType:
@@ -112,16 +167,6 @@ def load_cases_module(env_dir: str) -> ModuleType:
     return module
 
 
-def _reply(outcome: Outcome, doing: str, limits: Limits) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
-    """The decoded reply, or the (error_type, message) saying why there is none."""
-    if outcome.kind != "line":
-        return None, failure(outcome, doing, limits)
-    reply = _decode(outcome.line)
-    if reply is None:
-        return None, ("solution_error", f"the worker's reply while {doing} was not a JSON object")
-    return reply, None
-
-
 def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every hidden case. Returns (case results, number of cases, submission CPU seconds)."""
@@ -129,76 +174,30 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     cases = hidden.cases(request.variant)
     check: Callable[[Any, Any, Any], bool] | None = getattr(hidden, "check", None)
     tolerance = getattr(hidden, "FLOAT_TOLERANCE", None)
-    limits: Limits = request.limits
-    results: list[dict[str, Any]] = []
-    budget = Budget(limits)
-    worker: Worker | None = None
-    in_play = False
 
-    def fail(case: dict, error_type: str, error: str, usage: Usage | None = None) -> dict[str, Any]:
+    def fail(case: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
         return {"id": case["id"], "passed": False, "input": summarize(case["args"]),
                 "expected": summarize(case["expected"]), "actual": None, "error_type": error_type,
                 "error": error, "cpu_s": round(usage.cpu_s, 4) if usage else 0.0}
 
-    try:
-        for index, case in enumerate(cases):
-            exhausted = budget.used_up()
-            if exhausted is not None:
-                results.append(fail(case, "solution_timeout", exhausted))
-                if fail_fast:
-                    break
-                continue
-            cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
-            if worker is None:
-                if not in_play:
-                    on_in_play()
-                    in_play = True
-                worker = Worker(sandbox, limits, scratch_root)
-                loaded = worker.call({"code": request.submission, "entry_point": request.entry_point}, limits, cpu_limit)
-                budget.spend(loaded.usage)
-                hello, problem = _reply(loaded, "loading the submission", limits)
-                if problem is None and hello.get("event") != "ready":
-                    problem = (_worker_error_type(hello.get("error_type")), str(hello.get("error"))[:2000])
-                if problem is not None:
-                    # Loading is deterministic: every remaining case would fail the same way.
-                    remaining = [case] if fail_fast else cases[index:]
-                    results.extend(fail(c, *problem, loaded.usage) for c in remaining)
-                    break
-            call_id = secrets.token_hex(8)
-            outcome = worker.call({"id": call_id, "args": case["args"]}, limits, cpu_limit)
-            budget.spend(outcome.usage)
-            reply, problem = _reply(outcome, "running the case", limits)
-            if problem is None and reply.get("id") != call_id:
-                problem = ("solution_error", "the worker's reply did not answer this call")
-            if problem is not None:
-                results.append(fail(case, *problem, outcome.usage))
-                worker.close()
-                sandbox.kill_all()
-                worker = None
-            else:
-                results.append(_compare(case, reply, outcome.usage, check, tolerance))
-            if fail_fast and not results[-1]["passed"]:
-                break
-    finally:
-        if worker is not None:
-            worker.close()
+    def judge_reply(case: dict, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
+        result = {"id": case["id"], "input": summarize(case["args"]), "expected": summarize(case["expected"]),
+                  "cpu_s": round(usage.cpu_s, 4)}
+        if not reply.get("ok"):
+            return {**result, "passed": False, "actual": None, "error_type": worker_error_type(reply.get("error_type")),
+                    "error": str(reply.get("error"))[:2000]}
+        actual = reply.get("value")
+        error = None
+        try:
+            passed = bool(check(case["args"], case["expected"], actual)) if check else equal(case["expected"], actual,
+                                                                                              tolerance)
+        except Exception as exc:  # noqa: BLE001 - a value the checker cannot handle is a wrong value
+            passed, error = False, f"the checker rejected the value: {type(exc).__name__}"
+        return {**result, "passed": passed, "actual": summarize(actual),
+                "error_type": None if passed else "wrong_answer", "error": error}
+
+    budget = Budget(request.limits)
+    results = run_calls(sandbox, request.limits, budget, ("function", scratch_root, "/"),
+                        {"code": request.submission, "entry_point": request.entry_point}, cases,
+                        lambda case: {"args": case["args"]}, judge_reply, fail, on_in_play, fail_fast)
     return results, len(cases), budget.usage.cpu_s
-
-
-def _compare(case: dict, reply: dict[str, Any], usage: Usage, check, tolerance) -> dict[str, Any]:
-    result = {"id": case["id"], "input": summarize(case["args"]), "expected": summarize(case["expected"]),
-              "cpu_s": round(usage.cpu_s, 4)}
-    if not reply.get("ok"):
-        return {**result, "passed": False, "actual": None, "error_type": _worker_error_type(reply.get("error_type")),
-                "error": str(reply.get("error"))[:2000]}
-    actual = reply.get("value")
-    error = None
-    try:
-        if check is not None:
-            passed = bool(check(case["args"], case["expected"], actual))
-        else:
-            passed = equal(case["expected"], actual, tolerance)
-    except Exception as exc:  # noqa: BLE001 - a value the checker cannot handle is a wrong value
-        passed, error = False, f"the checker rejected the value: {type(exc).__name__}"
-    return {**result, "passed": passed, "actual": summarize(actual),
-            "error_type": None if passed else "wrong_answer", "error": error}

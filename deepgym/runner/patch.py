@@ -1,26 +1,31 @@
-"""Judging a patch task: apply the submitted unified diff to the baked repository and run its tests.
+"""Judging a patch task: apply the submitted unified diff to the baked repository, run its tests and probes.
 
 The environment's directory holds ``repo/`` (the repository, with its git history), ``hidden/`` (test files,
-by path in the repository, restored after the patch) and ``spec.json`` with the ``fail_to_pass`` and
-``pass_to_pass`` pytest node ids, as in SWE-bench.
+by path in the repository, restored after the patch), ``spec.json`` with the ``fail_to_pass`` and
+``pass_to_pass`` pytest node ids, as in SWE-bench, and ``probes.json`` (see step 5).
 
 Steps, and who does them:
 
-1. The runner parses the diff (pure Python). Not a unified diff -> ``invalid_patch``. Touching test
-   infrastructure -> ``test_infra_tampering``: test files and folders, ``conftest.py`` anywhere (new ones too),
-   ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, ``setup.py``, ``setup.cfg``, ``tox.ini``,
+1. The runner parses the diff (pure Python, counting hunk lines as git does). Not a unified diff, a header
+   split from its partner, another diff format, a path over 16 levels deep -> ``invalid_patch``. Touching test
+   infrastructure -> ``test_infra_tampering``: test files and folders, ``conftest.py`` anywhere (new ones
+   too), ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, ``setup.py``, ``setup.cfg``, ``tox.ini``,
    ``pytest.ini``, the ``.git`` folder, symlinks, file-mode changes and paths that leave the repository.
 2. The *applier*, a second unprivileged user, copies the repository, tries ``git apply``, then, on a fresh copy,
    ``patch --fuzz``; neither worked -> ``patch_apply_failed``. It then restores the hidden tests over the tree.
    Untrusted input is never parsed by git or patch as root.
-3. The runner verifies the result: hidden tests byte-identical, no symlinks, no new conftest/sitecustomize/
-   usercustomize/.pth file, ``[tool.pytest*]`` of pyproject.toml unchanged. Anything else -> tampering.
+3. The runner verifies the result: only the files the diff names changed, hidden tests byte-identical, no
+   symlinks, ``[tool.pytest*]`` of pyproject.toml unchanged. Anything else, or a tree that cannot even be
+   walked, -> tampering.
 4. The submission's user runs pytest on the listed tests. The tree belongs to the applier, so the code under
-   test cannot rewrite a test before it is collected. A trusted plugin reports each outcome on a pipe.
-5. The runner grades: every listed test must be reported, the plugin's exit status must equal the process's,
-   and a suite that never ran or ran fewer tests than listed scores 0. Repository code runs inside the pytest
-   process, so this channel is not proof against code written to forge deepgym's plugin lines *and* its
-   exit status; these cross-checks catch every other way out (``os._exit``, crashes, ``conftest`` hooks).
+   test cannot rewrite a test before it is collected. A trusted plugin reports each outcome on a pipe; every
+   listed test must be reported, the report's exit status must equal the process's, and a suite that never
+   ran or ran fewer tests than listed fails.
+5. Repository code runs inside that pytest process and could rewrite pytest itself, so step 4 alone could be
+   forged. The probes cannot: a separate worker imports the patched repository and evaluates each hidden probe
+   expression, returning plain JSON; the runner compares it with the expected value, which the submission's
+   user cannot read. A patch passes only when every listed test *and* every probe passes, so forging pytest
+   gains nothing without a real fix. (Patch tasks therefore give no partial credit.)
 """
 
 from __future__ import annotations
@@ -39,19 +44,25 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .protocol import Limits
-from .sandbox import APPLIER_UID, Sandbox, Supervised, failure
+from .function import equal, run_calls, summarize
+from .sandbox import APPLIER_UID, Budget, Sandbox, Supervised, Usage, failure
 
-_HUNK = re.compile(r"^@@ -\d+(,\d+)? \+\d+(,\d+)? @@")
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
 _EXTENDED = ("index ", "similarity index ", "dissimilarity index ", "rename from ", "rename to ", "copy from ",
              "copy to ", "old mode ", "new mode ", "new file mode ", "deleted file mode ")
+# Lines that GNU patch would read as file names or another diff format: refused, so that nothing can reach
+# the applier that this parser did not see.
+_FOREIGN = ("Index: ", "Prereq: ", "*** ", "***************", "==== ")
 TEST_CONFIG_FILES = {"setup.py", "setup.cfg", "tox.ini", "pytest.ini", "noxfile.py"}
 LOADED_BY_TESTS = {"conftest.py", "sitecustomize.py", "usercustomize.py"}
 FILE_MODES = {"100644", "100755"}
+MAX_PATH_PARTS = 16
+MAX_TREE_ENTRIES = 20_000
 
 
 class Rejected(Exception):
-    """The diff is refused before anything runs; ``error_type`` says why."""
+    """The diff or the tree it produced is refused; ``error_type`` says why (always the submission's fault)."""
 
     def __init__(self, error_type: str, message: str):
         super().__init__(message)
@@ -63,6 +74,7 @@ class FilePatch:
     paths: list[str] = field(default_factory=list)
     modes: list[str] = field(default_factory=list)
     mode_change: bool = False
+    renamed: bool = False
     binary: bool = False
     hunks: int = 0
 
@@ -80,47 +92,77 @@ def _strip_prefix(raw: str) -> str | None:
     return parts[1]
 
 
+def _hunk_end(lines: list[str], start: int, old: int, new: int) -> int:
+    """The index after a hunk body that holds ``old`` old-side and ``new`` new-side lines (as git counts)."""
+    i = start
+    while old > 0 or new > 0:
+        if i >= len(lines) and old == new:
+            break  # trailing blank context lines, trimmed with the response's trailing whitespace (git accepts it)
+        if i >= len(lines):
+            raise Rejected("invalid_patch", "a hunk ends before the line counts in its header are reached")
+        line = lines[i]
+        kind = line[:1] if line else " "
+        if kind == " ":
+            old, new = old - 1, new - 1
+        elif kind == "-":
+            old -= 1
+        elif kind == "+":
+            new -= 1
+        elif kind != "\\":
+            raise Rejected("invalid_patch", f"line {i + 1} inside a hunk starts with neither space, + nor -: "
+                                            f"{line[:80]!r}")
+        i += 1
+    while i < len(lines) and lines[i].startswith("\\"):
+        i += 1
+    return i
+
+
 def parse_diff(text: str) -> list[FilePatch]:
-    """The files a unified diff touches. Raises Rejected(invalid_patch) when it is not a usable diff."""
+    """The files a unified diff touches, parsed as strictly as git does. Raises Rejected(invalid_patch)."""
     files: list[FilePatch] = []
     current: FilePatch | None = None
-    in_hunk = False
+    headers = False  # the current file has its ---/+++ lines
     lines = text.split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
-        header = _GIT_HEADER.match(line)
-        if header:
-            current = FilePatch()
+        if _GIT_HEADER.match(line):
+            current, headers = FilePatch(), False
             files.append(current)
-            in_hunk = False
-            current.paths += [p for p in (_strip_prefix(header[1]), _strip_prefix(header[2])) if p]
-        elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            if current is None or current.hunks or in_hunk:
+            match = _GIT_HEADER.match(line)
+            current.paths += [p for p in (_strip_prefix(match[1]), _strip_prefix(match[2])) if p]
+        elif line.startswith("--- "):
+            if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+                raise Rejected("invalid_patch", f"line {i + 1}: a '--- ' file header without its '+++ ' line")
+            if current is None or headers:
                 current = FilePatch()
                 files.append(current)
+            headers = True
             current.paths += [p for p in (_strip_prefix(line[4:]), _strip_prefix(lines[i + 1][4:])) if p]
-            in_hunk = False
             i += 1
+        elif line.startswith("+++ "):
+            raise Rejected("invalid_patch", f"line {i + 1}: a '+++ ' file header without its '--- ' line")
         elif line.startswith("@@"):
-            if current is None or not _HUNK.match(line):
-                raise Rejected("invalid_patch", f"line {i + 1} is not a valid hunk header or has no file header: {line[:80]!r}")
+            match = _HUNK.match(line)
+            if current is None or not headers or match is None:
+                raise Rejected("invalid_patch", f"line {i + 1} is not a valid hunk header or has no file header: "
+                                                f"{line[:80]!r}")
+            old, new = (int(n) if n is not None else 1 for n in match.groups())
             current.hunks += 1
-            in_hunk = True
-        elif in_hunk and (line == "" or line[0] in " +-\\"):
-            pass
+            i = _hunk_end(lines, i + 1, old, new)
+            continue
+        elif line.startswith(_FOREIGN):
+            raise Rejected("invalid_patch", f"line {i + 1} belongs to another diff format: {line[:80]!r}")
         elif current is not None and line.startswith(_EXTENDED):
-            in_hunk = False
             if line.startswith(("old mode ", "new mode ")):
                 current.mode_change = True
             if line.startswith(("new file mode ", "deleted file mode ", "old mode ", "new mode ")):
                 current.modes.append(line.split()[-1])
             if line.startswith(("rename ", "copy ")):
+                current.renamed = True
                 current.paths.append(line.split(" ", 2)[2])
         elif current is not None and (line.startswith("GIT binary patch") or line.startswith("Binary files ")):
             current.binary = True
-        else:
-            in_hunk = False
         i += 1
     if not files:
         raise Rejected("invalid_patch", "the response contains no unified diff (no ---/+++ or diff --git header)")
@@ -129,8 +171,11 @@ def parse_diff(text: str) -> list[FilePatch]:
             raise Rejected("invalid_patch", f"binary patches are not accepted ({', '.join(patch.paths)})")
         if not patch.paths:
             raise Rejected("invalid_patch", "a file header names no file")
-        if not patch.hunks and not patch.modes:
+        if not patch.hunks and not patch.modes and not patch.renamed:
             raise Rejected("invalid_patch", f"the diff for {patch.paths[0]} has no hunks")
+        for path in patch.paths:
+            if path.count("/") >= MAX_PATH_PARTS:
+                raise Rejected("invalid_patch", f"path {path[:100]!r}... is more than {MAX_PATH_PARTS} levels deep")
     return files
 
 
@@ -160,41 +205,66 @@ def tampering(files: list[FilePatch], protected: set[str]) -> str | None:
     return None
 
 
-def _pytest_config(repo: Path) -> Any:
+def _pytest_config(pyproject: bytes | None) -> Any:
     """pyproject.toml's pytest tables; the whole file where tomllib is missing (Python 3.10, local mode)."""
-    pyproject = repo / "pyproject.toml"
-    if not pyproject.is_file():
+    if pyproject is None:
         return None
     try:
         import tomllib
     except ImportError:
-        return pyproject.read_bytes()
+        return pyproject
     try:
-        tool = tomllib.loads(pyproject.read_text()).get("tool", {})
+        tool = tomllib.loads(pyproject.decode()).get("tool", {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
         return "unparseable"
     return {key: value for key, value in tool.items() if key.startswith("pytest")}
 
 
-def _loaded_by_tests(repo: Path) -> set[str]:
-    return {str(p.relative_to(repo)) for p in repo.rglob("*")
-            if p.name in LOADED_BY_TESTS or p.suffix == ".pth"}
+def _tree(root: Path) -> dict[str, bytes | str]:
+    """Every entry under ``root``: file contents, or "dir" / "symlink", walked without recursion."""
+    entries: dict[str, bytes | str] = {}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if len(entries) >= MAX_TREE_ENTRIES:
+                    raise Rejected("test_infra_tampering", f"the patched tree has more than {MAX_TREE_ENTRIES} entries")
+                relative = os.path.relpath(entry.path, root)
+                if entry.is_symlink():
+                    entries[relative] = "symlink"
+                elif entry.is_dir():
+                    entries[relative] = "dir"
+                    stack.append(Path(entry.path))
+                else:
+                    entries[relative] = Path(entry.path).read_bytes()
+    return entries
 
 
-def verify_tree(original: Path, hidden: Path, applied: Path) -> str | None:
-    """Why the applied tree is not the original one plus source changes, or None."""
-    for path in hidden.rglob("*"):
-        if path.is_file() and (applied / path.relative_to(hidden)).read_bytes() != path.read_bytes():
-            return f"hidden test {path.relative_to(hidden)} differs after the patch"
-    for root, dirs, names in os.walk(applied):
-        for name in dirs + names:
-            if os.path.islink(os.path.join(root, name)):
-                return f"{os.path.relpath(os.path.join(root, name), applied)} is a symlink"
-    if _loaded_by_tests(applied) != _loaded_by_tests(original) | _loaded_by_tests(hidden):
-        return "the patch adds a file the test run would load (conftest.py, sitecustomize.py, *.pth)"
-    if _pytest_config(applied) != _pytest_config(original):
+def verify_tree(original: Path, hidden: Path, applied: Path, named: set[str]) -> str | None:
+    """Why the applied tree is not the original one, with the hidden tests restored, plus changes to the
+    files the diff names; or None."""
+    restored = _tree(hidden)
+    expected = {**_tree(original), **restored}
+    actual = _tree(applied)
+    for path in sorted(set(expected) | set(actual)):
+        if expected.get(path) == actual.get(path):
+            continue
+        if actual.get(path) == "symlink":
+            return f"{path} is a symlink"
+        if path in restored:
+            return f"hidden test {path} differs after the patch"
+        if "dir" in (actual.get(path), expected.get(path)) and any(n.startswith(path + "/") for n in named):
+            continue  # a folder that a named file was added to or removed from
+        if path not in named:
+            return f"{path} changed, but the diff does not name it"
+    if _pytest_config(_bytes(actual.get("pyproject.toml"))) != _pytest_config(_bytes(expected.get("pyproject.toml"))):
         return "the patch changes pytest's configuration in pyproject.toml"
     return None
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    return value if isinstance(value, bytes) else None
 
 
 def _stage(env_dir: str, scratch_root: str, diff: str) -> Path:
@@ -216,29 +286,49 @@ def _stage(env_dir: str, scratch_root: str, diff: str) -> Path:
     return stage
 
 
+class _RunFailed(Exception):
+    """The whole run failed at some stage; every listed test and probe fails with this error type."""
+
+    def __init__(self, error_type: str, error: str):
+        super().__init__(error)
+        self.error_type = error_type
+
+
 def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
-    """Apply and test. Returns (one result per listed test, number listed, submission CPU seconds)."""
+    """Apply, test and probe. Returns (one result per listed test and probe, how many, submission CPU s)."""
     limits: Limits = request.limits
     spec = json.loads(Path(env_dir, "spec.json").read_text())
     listed = [("fail_to_pass", node) for node in spec["fail_to_pass"]] + \
              [("pass_to_pass", node) for node in spec["pass_to_pass"]]
+    probes = json.loads(Path(env_dir, "probes.json").read_text())
+    everything = [(group, node) for group, node in listed] + [("probe", f"probe:{p['id']}") for p in probes["probes"]]
+    budget = Budget(limits)
+    try:
+        results = _apply_test_and_probe(request, env_dir, sandbox, scratch_root, on_in_play, fail_fast, listed,
+                                        probes, budget)
+    except _RunFailed as failed:
+        first = {"id": everything[0][1], "passed": False, "input": everything[0][0], "expected": "passed",
+                 "actual": None, "error_type": failed.error_type, "error": str(failed)[:2000],
+                 "cpu_s": round(budget.usage.cpu_s, 4)}
+        results = [first] if fail_fast else [first] + [{**first, "id": node, "input": group}
+                                                       for group, node in everything[1:]]
+    return results, len(everything), budget.usage.cpu_s
 
-    def all_fail(error_type: str, error: str, cpu_s: float = 0.0) -> tuple[list[dict[str, Any]], int, float]:
-        first = listed[0]
-        result = {"id": first[1], "passed": False, "input": first[0], "expected": "passed", "actual": None,
-                  "error_type": error_type, "error": error[:2000], "cpu_s": round(cpu_s, 4)}
-        rest = [] if fail_fast else [{**result, "id": node, "input": group} for group, node in listed[1:]]
-        return [result, *rest], len(listed), cpu_s
 
+def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, scratch_root: str,
+                          on_in_play: Callable[[], None], fail_fast: bool, listed: list[tuple[str, str]],
+                          probes: dict[str, Any], budget: Budget) -> list[dict[str, Any]]:
+    limits: Limits = request.limits
     hidden_root = Path(env_dir, "hidden")
     protected = {str(p.relative_to(hidden_root)) for p in hidden_root.rglob("*") if p.is_file()}
     try:
-        reason = tampering(parse_diff(request.submission), protected)
+        files = parse_diff(request.submission)
+        reason = tampering(files, protected)
     except Rejected as exc:
-        return all_fail(exc.error_type, str(exc))
+        raise _RunFailed(exc.error_type, str(exc)) from None
     if reason is not None:
-        return all_fail("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
+        raise _RunFailed("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
 
     stage = _stage(env_dir, scratch_root, request.submission)
     work = Path(scratch_root, f"work-{os.urandom(6).hex()}")
@@ -250,18 +340,30 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
                              output_limit=limits.output_kb * 1024)
         apply.close()
         sandbox.kill_all()
-        cpu = applied.usage.cpu_s
+        budget.spend(applied.usage)
         if applied.kind != "exited":
-            return all_fail(*failure(applied, "applying the patch", limits), cpu)
+            raise _RunFailed(*failure(applied, "applying the patch", limits))
         if applied.exit_code != 0:
-            return all_fail("patch_apply_failed", "neither git apply nor patch --fuzz could apply the diff: "
-                            + apply.text("stderr").strip(), cpu)
-        problem = verify_tree(stage / "repo", stage / "hidden", work / "repo")
+            raise _RunFailed("patch_apply_failed", "neither git apply nor patch --fuzz could apply the diff: "
+                             + apply.text("stderr").strip())
+        try:
+            problem = verify_tree(stage / "repo", stage / "hidden", work / "repo",
+                                  {posixpath.normpath(path) for patch in files for path in patch.paths})
+        except Rejected as exc:
+            problem = str(exc)
+        except (OSError, RecursionError, ValueError) as exc:
+            # The tree is what the submission's diff made of the repository.
+            problem = f"the patched tree cannot be verified ({type(exc).__name__}: {exc})"
         if problem is not None:
-            return all_fail("test_infra_tampering", problem, cpu)
-        return _run_tests(sandbox, limits, work / "repo", listed, cpu, fail_fast, all_fail)
+            raise _RunFailed("test_infra_tampering", problem)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+    results = _run_tests(sandbox, limits, work / "repo", listed, budget)
+    if not fail_fast or all(r["passed"] for r in results):
+        results += _run_probes(sandbox, limits, work / "repo", probes, budget, fail_fast)
+    if fail_fast and not all(r["passed"] for r in results):
+        results = results[: next(i for i, r in enumerate(results) if not r["passed"]) + 1]
+    return results
 
 
 def _spawn(sandbox: Sandbox, limits: Limits, mode: str, args: list[str], *, uid: int | None = None,
@@ -277,8 +379,9 @@ def _spawn(sandbox: Sandbox, limits: Limits, mode: str, args: list[str], *, uid:
     return Supervised(sandbox, proc, channel_fd=channel[0] if channel else None)
 
 
-def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[str, str]], cpu: float,
-               fail_fast: bool, all_fail) -> tuple[list[dict[str, Any]], int, float]:
+def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[str, str]],
+               budget: Budget) -> list[dict[str, Any]]:
+    """pytest on the listed node ids as the submission's user, graded from the trusted plugin's report."""
     channel = os.pipe()
     meter = sandbox.watch()
     run = _spawn(sandbox, limits, "pytest", [str(repo), str(channel[1]), *(node for _, node in listed)],
@@ -289,24 +392,24 @@ def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[
     finally:
         run.close()
         sandbox.kill_all()
-    cpu += outcome.usage.cpu_s
+    budget.spend(outcome.usage)
     if outcome.kind != "exited":
-        return all_fail(*failure(outcome, "running the tests", limits), cpu)
+        raise _RunFailed(*failure(outcome, "running the tests", limits))
     events = []
     for line in bytes(run.channel).splitlines():
         try:
             event = json.loads(line)
         except ValueError:
-            return all_fail("solution_error", "the test run wrote garbage on the results channel", cpu)
+            raise _RunFailed("solution_error", "the test run wrote garbage on the results channel") from None
         if isinstance(event, dict):
             events.append(event)
     finished = [e for e in events if e.get("event") == "finished"]
     if not any(e.get("event") == "collected" for e in events) or not finished:
-        return all_fail("solution_error", f"the test suite never ran to the end (pytest {outcome.detail}); "
-                        f"output: {run.text('stdout')[-500:]}", cpu)
+        raise _RunFailed("solution_error", f"the test suite never ran to the end (pytest {outcome.detail}); "
+                         f"output: {run.text('stdout')[-500:]}")
     if finished[-1].get("exitstatus") != outcome.exit_code:
-        return all_fail("solution_error", f"pytest's exit status ({outcome.exit_code}) disagrees with its report "
-                        f"({finished[-1].get('exitstatus')})", cpu)
+        raise _RunFailed("solution_error", f"pytest's exit status ({outcome.exit_code}) disagrees with its report "
+                         f"({finished[-1].get('exitstatus')})")
     reports: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         if event.get("event") == "test":
@@ -322,9 +425,30 @@ def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[
                         "error": None if node_reports else "the test was not run", "cpu_s": 0.0})
     all_passed = all(r["passed"] for r in results)
     if all_passed != (outcome.exit_code == 0):
-        return all_fail("solution_error", f"pytest exited with status {outcome.exit_code} but reported "
-                        f"{'every' if all_passed else 'not every'} listed test as passed", cpu)
-    if fail_fast and not all_passed:
-        first = next(i for i, r in enumerate(results) if not r["passed"])
-        results = results[: first + 1]
-    return results, len(listed), cpu
+        raise _RunFailed("solution_error", f"pytest exited with status {outcome.exit_code} but reported "
+                         f"{'every' if all_passed else 'not every'} listed test as passed")
+    return results
+
+
+def _run_probes(sandbox: Sandbox, limits: Limits, repo: Path, probes: dict[str, Any], budget: Budget,
+                fail_fast: bool) -> list[dict[str, Any]]:
+    """The hidden probes, evaluated by a worker that imports the patched repository; compared here."""
+
+    def result(probe: dict, passed: bool, actual: Any, error_type: str | None, error: str | None,
+               usage: Usage | None) -> dict[str, Any]:
+        return {"id": f"probe:{probe['id']}", "passed": passed, "input": summarize(probe["expr"]),
+                "expected": summarize(probe["expected"]), "actual": None if actual is None else summarize(actual),
+                "error_type": error_type, "error": error, "cpu_s": round(usage.cpu_s, 4) if usage else 0.0}
+
+    def judge_reply(probe: dict, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
+        actual = reply.get("value") if reply.get("ok") else {"raises": str(reply.get("raises"))}
+        passed = equal(probe["expected"], actual, None)
+        error = None if passed or reply.get("ok") else str(reply.get("error"))[:500]
+        return result(probe, passed, actual, None if passed else "tests_failed", error, usage)
+
+    def fail(probe: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
+        return result(probe, False, None, error_type, error, usage)
+
+    return run_calls(sandbox, limits, budget, ("probe", str(repo), str(repo)), {"setup": probes["setup"]},
+                     probes["probes"], lambda probe: {"expr": probe["expr"]}, judge_reply, fail, lambda: None,
+                     fail_fast)

@@ -329,10 +329,11 @@ class Supervised:
 
     HEAD_BYTES = 4096
     POLL_S = 0.02
+    DRAIN_S = 0.2
     MAX_LINE_BYTES = 16 << 20
 
     def __init__(self, sandbox: Sandbox, proc: subprocess.Popen[bytes], *, channel_fd: int | None = None,
-                 keep_stdout: int = 0):
+                 requests_fd: int | None = None, keep_stdout: int = 0):
         self.sandbox = sandbox
         self.proc = proc
         self.selector = selectors.DefaultSelector()
@@ -348,6 +349,12 @@ class Supervised:
         if channel_fd is not None:
             os.set_blocking(channel_fd, False)
             self.selector.register(channel_fd, selectors.EVENT_READ, "channel")
+        # Requests are written without blocking, from the loop that enforces the limits: a process that stops
+        # reading them (or shrinks its pipe) can only use up its own time, never stall the runner.
+        self.requests_fd = requests_fd
+        self._pending = b""
+        if requests_fd is not None:
+            os.set_blocking(requests_fd, False)
         self._pidfd = None
         if hasattr(os, "pidfd_open"):
             try:
@@ -381,15 +388,39 @@ class Supervised:
             if room > 0:
                 kept.extend(chunk[:room])
 
+    def _send(self) -> None:
+        try:
+            written = os.write(self.requests_fd, self._pending[: 1 << 16])
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(self._pending)  # it closed its end: it died or will answer without the rest
+        self._pending = self._pending[written:]
+        if not self._pending:
+            self.selector.unregister(self.requests_fd)
+
     def wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
-             output_limit: int) -> Outcome:
-        """Wait for a line on the channel (``for_line``) or for the process to exit, whichever applies.
-        ``meter`` must have been started before the process was spawned or sent its request, so that a
-        quick child is measured in full."""
+             output_limit: int, send: bytes = b"") -> Outcome:
+        """Send ``send`` on the requests pipe, then wait for a line on the channel (``for_line``) or for the
+        process to exit, whichever applies. ``meter`` must have been started before the process was spawned
+        or sent its request, so that a quick child is measured in full."""
+        if send:
+            self._pending = send
+            self.selector.register(self.requests_fd, selectors.EVENT_WRITE, "requests")
+        try:
+            return self._wait(meter, for_line=for_line, cpu_limit_s=cpu_limit_s, wall_limit_s=wall_limit_s,
+                              output_limit=output_limit)
+        finally:
+            self._unsend()
+
+    def _wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
+              output_limit: int) -> Outcome:
         while True:
             exited = False
             for key, _ in self.selector.select(self.POLL_S):
-                if key.data in ("stdout", "stderr"):
+                if key.data == "requests":
+                    self._send()
+                elif key.data in ("stdout", "stderr"):
                     self._drain_output(key)
                 elif key.data == "exit":
                     exited = True
@@ -408,6 +439,8 @@ class Supervised:
                         return Outcome("output", meter.tick(), detail="sent more than 16 MiB to the runner")
             if exited or (self._pidfd is None and self.proc.poll() is not None):
                 outcome = self._exited(meter.tick())
+                if self.output_bytes > output_limit:
+                    return Outcome("output", outcome.usage, detail=f"wrote {self.output_bytes} bytes of output")
                 if for_line and b"\n" in self.channel:
                     line, _, rest = bytes(self.channel).partition(b"\n")
                     self.channel = bytearray(rest)
@@ -426,21 +459,28 @@ class Supervised:
                 if usage.wall_s > wall_limit_s * Limits.STARVED_GRACE:
                     return Outcome("starved", usage)
 
+    def _unsend(self) -> None:
+        if self._pending:
+            self._pending = b""
+            self.selector.unregister(self.requests_fd)
+
     def _exited(self, usage: Usage) -> Outcome:
         """The process ended (or closed its channel): collect its status and whatever output is left."""
         try:
             code = self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             return Outcome("exited", usage, detail="closed its channel to the runner")
+        # Drain what is left, for a moment only: a detached grandchild may keep writing forever.
+        until = time.monotonic() + self.DRAIN_S
         for key in list(self.selector.get_map().values()):
             if key.data in ("stdout", "stderr"):
-                while key.fileobj in self.selector.get_map():
+                while key.fileobj in self.selector.get_map() and time.monotonic() < until:
                     before = self.output_bytes
                     self._drain_output(key)
                     if self.output_bytes == before:
                         break
             elif key.data == "channel":
-                while True:
+                while time.monotonic() < until and len(self.channel) <= self.MAX_LINE_BYTES:
                     chunk = self._read(key)
                     if not chunk:
                         break
@@ -456,12 +496,13 @@ class Supervised:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
-        if self.channel_fd is not None:
-            try:
-                os.close(self.channel_fd)
-            except OSError:
-                pass
-            self.channel_fd = None
+        for fd in (self.channel_fd, self.requests_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.channel_fd = self.requests_fd = None
 
 
 def failure(outcome: Outcome, doing: str, limits: Limits) -> tuple[str, str]:

@@ -8,6 +8,8 @@ again) and volunteers as the first victim of an out-of-memory kill. Then, by mod
 - ``function SCRATCH REQUESTS_FD REPLIES_FD``: load the submission as module ``solution`` and answer calls.
   The runner sends arguments as JSON; the worker replies with the return value as JSON. Only plain data
   crosses, so a rigged ``__eq__`` gains nothing: the runner does every comparison.
+- ``probe REPO REQUESTS_FD REPLIES_FD``: the same for a patch task's hidden probes: with the patched
+  repository importable, run the probes' setup once, then evaluate one probe expression per call.
 - ``script PATH``: run a submitted program as ``__main__`` (stdin and stdout are the runner's pipes).
 - ``apply STAGE WORK``: as the patch applier's user, copy the staged repository to WORK, apply STAGE/patch.diff
   with ``git apply`` or else ``patch --fuzz``, then restore the hidden tests over it. Exit 0 applied, 3 not.
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import types
+from typing import Any, Callable
 
 PATCH_FUZZ = "3"
 
@@ -59,11 +62,8 @@ def error_type(exc: BaseException) -> str:
     return "solution_oom" if isinstance(exc, MemoryError) else "solution_error"
 
 
-def serve_function(scratch_root: str, requests_fd: int, replies_fd: int) -> None:
-    sys.setrecursionlimit(10_000)
-    scratch = tempfile.mkdtemp(prefix="solution-", dir=scratch_root)
-    os.chdir(scratch)
-    os.environ["HOME"] = scratch
+def serve(requests_fd: int, replies_fd: int, load: Callable[[dict], Callable[[dict], Any]]) -> None:
+    """Answer the runner's calls: the first line loads (``load`` returns the call for each later line)."""
     requests = os.fdopen(requests_fd, "rb")
     replies = os.fdopen(replies_fd, "wb")
 
@@ -71,28 +71,61 @@ def serve_function(scratch_root: str, requests_fd: int, replies_fd: int) -> None
         replies.write(json.dumps(message).encode() + b"\n")
         replies.flush()
 
-    hello = json.loads(requests.readline())
-    module = types.ModuleType("solution")
-    module.__file__ = os.path.join(scratch, "solution.py")
-    sys.modules["solution"] = module
     try:
-        exec(compile(hello["code"], "solution.py", "exec"), module.__dict__)
-        entry = module.__dict__.get(hello["entry_point"])
-        if not callable(entry):
-            raise NameError(f"the submission does not define a function named {hello['entry_point']!r}")
+        call = load(json.loads(requests.readline()))
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are the submission's too
         send({"event": "load_error", "error_type": error_type(exc), "error": describe(exc)})
         return
     send({"event": "ready"})
     for line in requests:
-        call = json.loads(line)
+        request = json.loads(line)
         try:
-            message = {"id": call["id"], "ok": True, "value": entry(*call["args"])}
-            encoded = json.dumps(message)
+            encoded = json.dumps({"id": request["id"], "ok": True, "value": call(request)})
         except BaseException as exc:  # noqa: BLE001
-            encoded = json.dumps({"id": call["id"], "ok": False, "error_type": error_type(exc), "error": describe(exc)})
+            encoded = json.dumps({"id": request["id"], "ok": False, "error_type": error_type(exc),
+                                  "raises": type(exc).__name__, "error": describe(exc)})
         replies.write(encoded.encode() + b"\n")
         replies.flush()
+
+
+def _module(name: str, path: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    return module
+
+
+def load_solution(scratch_root: str) -> Callable[[dict], Callable[[dict], Any]]:
+    """Function tasks: run the submission as module ``solution`` in a fresh scratch dir; call its entry point."""
+    sys.setrecursionlimit(10_000)
+    scratch = tempfile.mkdtemp(prefix="solution-", dir=scratch_root)
+    os.chdir(scratch)
+    os.environ["HOME"] = scratch
+
+    def load(hello: dict) -> Callable[[dict], Any]:
+        module = _module("solution", os.path.join(scratch, "solution.py"))
+        exec(compile(hello["code"], "solution.py", "exec"), module.__dict__)
+        entry = module.__dict__.get(hello["entry_point"])
+        if not callable(entry):
+            raise NameError(f"the submission does not define a function named {hello['entry_point']!r}")
+        return lambda request: entry(*request["args"])
+
+    return load
+
+
+def load_probes(repo: str) -> Callable[[dict], Callable[[dict], Any]]:
+    """Patch tasks' probes: import from the patched repository, evaluate each probe expression."""
+    os.chdir(repo)
+    sys.path.insert(0, repo)
+    sys.dont_write_bytecode = True
+    os.environ["HOME"] = tempfile.mkdtemp(prefix="home-")
+
+    def load(hello: dict) -> Callable[[dict], Any]:
+        namespace = _module("probes", os.path.join(repo, "probes.py")).__dict__
+        exec(compile(hello["setup"], "probes.py", "exec"), namespace)
+        return lambda request: eval(request["expr"], namespace)
+
+    return load
 
 
 def run_script(path: str) -> None:
@@ -160,8 +193,9 @@ def run_pytest(repo: str, results_fd: int, nodeids: list[str]) -> int:
 def main(argv: list[str]) -> int:
     mode, memory_mb, nofile, cpu_s, rest = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), argv[4:]
     confine(memory_mb, nofile, cpu_s)
-    if mode == "function":
-        serve_function(rest[0], int(rest[1]), int(rest[2]))
+    if mode in ("function", "probe"):
+        loader = load_solution if mode == "function" else load_probes
+        serve(int(rest[1]), int(rest[2]), loader(rest[0]))
         return 0
     if mode == "script":
         run_script(rest[0])
