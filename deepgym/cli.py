@@ -12,7 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import DeepGymError, EnvironmentNotFoundError, ImageBuildError, LocalModeNotAllowedError, ManifestError
+from .errors import DeepGymError, EnvironmentNotFoundError, LocalModeNotAllowedError, ManifestError
+from .integrations.verl_cli import add_verl_commands
+from .runner.protocol import KINDS
+from .runtime import MODES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_VERDICT = 0, 1, 2, 3
 
@@ -61,8 +64,8 @@ def cmd_run_batch(args: argparse.Namespace) -> int:
         try:
             item = json.loads(line)
         except ValueError:
-            raise FileNotFoundError(f"--responses line {number} is not JSON (one string or {{\"response\": ...}} "
-                                    "per line)") from None
+            raise ValueError(f"--responses line {number} is not JSON (one string or {{\"response\": ...}} "
+                             "per line)") from None
         responses.append(item["response"] if isinstance(item, dict) else str(item))
     with DeepGym(mode=args.mode) as gym:
         batch = gym.run_batch(env, responses, variant=args.variant)
@@ -159,7 +162,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="score one model response (extraction applied) and print the verdict as JSON")
     p.add_argument("environment")
     p.add_argument("--response", required=True, metavar="FILE", help="the raw model response; - for stdin")
-    p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
+    p.add_argument("--mode", default="docker", choices=MODES)
     p.add_argument("--variant", type=int, default=0)
     p.add_argument("--compact", action="store_true", help="print the JSON on one line")
     p.set_defaults(func=cmd_run)
@@ -169,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("environment")
     p.add_argument("--responses", required=True, metavar="FILE", help="JSON lines: a string or {\"response\": ...}; "
                                                                       "- for stdin")
-    p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
+    p.add_argument("--mode", default="docker", choices=MODES)
     p.add_argument("--variant", type=int, default=0)
     p.set_defaults(func=cmd_run_batch)
 
@@ -196,15 +199,15 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("new", help="create an environment from a working template of its kind")
     p.add_argument("name")
-    p.add_argument("--kind", required=True, choices=["function", "program", "patch"])
+    p.add_argument("--kind", required=True, choices=KINDS)
     p.add_argument("--dir", help="create it here (a folder on DEEPGYM_ENVIRONMENTS) instead of environments/")
     p.set_defaults(func=cmd_new)
 
     p = sub.add_parser("demo", help="build what is missing and score a right and a wrong answer")
     p.add_argument("environments", nargs="*", metavar="ENV", default=["coin_change", "two_sum"])
-    p.add_argument("--mode", default="docker", choices=["docker", "local", "auto"])
+    p.add_argument("--mode", default="docker", choices=MODES)
     p.set_defaults(func=cmd_demo)
-    from .integrations.verl_cli import add_verl_commands
+
     add_verl_commands(sub)
     return top
 
@@ -213,12 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (EnvironmentNotFoundError, ManifestError, FileNotFoundError, LocalModeNotAllowedError) as exc:
+    except (EnvironmentNotFoundError, ManifestError, FileNotFoundError, LocalModeNotAllowedError, ValueError) as exc:
+        # ValueError: bad input such as a variant out of range or a malformed --responses line.
         print(f"deepgym: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except ImageBuildError as exc:
-        print(f"deepgym: {exc}", file=sys.stderr)
-        return EXIT_FAILED
     except DeepGymError as exc:
         print(f"deepgym: {exc}", file=sys.stderr)
         return EXIT_FAILED
