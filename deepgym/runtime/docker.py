@@ -179,6 +179,7 @@ class DockerRuntime(Runtime):
         deadline = started + request.limits.host_deadline_s + START_GRACE_S
         container: str | None = None
         image_id: str | None = None
+        api: docker.APIClient | None = None
         try:
             api = self.api()
             image_id = self.image_id(env)
@@ -209,7 +210,7 @@ class DockerRuntime(Runtime):
             if exc.error_type == "image_missing":
                 self._images.pop(env.id, None)
             if exc.error_type == "daemon_unavailable":
-                self._forget_client()
+                self._forget_client(api)
             return Observation(runtime=self.name, infra_error=exc.error_type, infra_reason=exc.reason,
                                elapsed_s=time.monotonic() - started, image_id=image_id)
         finally:
@@ -237,11 +238,13 @@ class DockerRuntime(Runtime):
         with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
             api.remove_container(container, force=True)
 
-    def _forget_client(self) -> None:
+    def _forget_client(self, failed: docker.APIClient | None) -> None:
+        """Drop the client that found the engine down, so the next sample connects afresh; a client another
+        thread already made since then is kept."""
         with self._lock:
-            if self._api is not None:
-                self._api.close()
-            self._api = None
+            if failed is not None and self._api is failed:
+                failed.close()
+                self._api = None
 
     def cleanup(self, *, everything: bool = False) -> int:
         """Remove this run's containers (or, with ``everything``, every deepgym container). Returns how many."""
