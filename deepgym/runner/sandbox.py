@@ -115,6 +115,7 @@ class Usage:
     wall_s: float = 0.0
     samples: int = 0
     runnable_samples: int = 0
+    runner_lag_s: float = 0.0
     psi_stall_s: float | None = None
     oom_kills: int = 0
 
@@ -123,15 +124,19 @@ class Usage:
         return self.runnable_samples / self.samples if self.samples else 0.0
 
     def starved(self) -> bool:
-        """True when the untrusted processes wanted a CPU most of the time but got little of it, and the
-        host's CPU pressure says others held it. Only meaningful when a wall-clock limit fired first."""
-        if self.wall_s <= 0 or self.runnable_fraction < 0.5:
+        """True when the host, not the submission, kept the case from finishing: the submission got little
+        CPU, the host's CPU pressure says others held it, and either the submission was runnable most of the
+        time or the runner itself (which the submission may be waiting on) ran late most of the time. Only
+        meaningful when a wall-clock limit fired first."""
+        if self.wall_s <= 0:
             return False
         # The wall limit is WALL_FACTOR times the CPU limit, so a process that got at least 1/WALL_FACTOR
         # of a CPU always meets its CPU limit before its wall limit: getting less while runnable is starving.
         if self.cpu_s >= self.wall_s / Limits.WALL_FACTOR:
             return False
-        return self.psi_stall_s is None or self.psi_stall_s >= 0.2 * self.wall_s
+        if self.psi_stall_s is not None and self.psi_stall_s < 0.2 * self.wall_s:
+            return False
+        return self.runnable_fraction >= 0.5 or self.runner_lag_s >= 0.5 * self.wall_s
 
 
 class Budget:
@@ -147,6 +152,7 @@ class Budget:
         total.cpu_s += usage.cpu_s
         total.samples += usage.samples
         total.runnable_samples += usage.runnable_samples
+        total.runner_lag_s += usage.runner_lag_s
         if usage.psi_stall_s is not None:
             total.psi_stall_s = (total.psi_stall_s or 0.0) + usage.psi_stall_s
 
@@ -284,8 +290,11 @@ class Meter:
     sandbox: Sandbox
     usage: Usage = field(default_factory=Usage)
 
+    # A tick is due every Supervised.POLL_S; time beyond this between two ticks is the runner running late.
+    LAG_ALLOWANCE_S = 0.05
+
     def __post_init__(self) -> None:
-        self._wall0 = time.monotonic()
+        self._wall0 = self._last = time.monotonic()
         self._cpu0 = self.sandbox.cpu_s()
         self._psi0 = psi_cpu_stall_s()
         self._oom0 = cgroup_oom_kills()
@@ -293,7 +302,10 @@ class Meter:
     def tick(self) -> Usage:
         """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes)."""
         usage = self.usage
-        usage.wall_s = time.monotonic() - self._wall0
+        now = time.monotonic()
+        usage.runner_lag_s += max(0.0, now - self._last - self.LAG_ALLOWANCE_S)
+        self._last = now
+        usage.wall_s = now - self._wall0
         usage.cpu_s = max(0.0, self.sandbox.cpu_s() - self._cpu0)
         usage.samples += 1
         if self.sandbox.any_runnable(self.sandbox.members()):
