@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from deepgym import DeepGym, load_environment
+from deepgym.check import as_response
 from deepgym.images import build
 
 
@@ -26,10 +27,9 @@ def responses(env_name: str, n: int) -> list[tuple[str, bool]]:
     env = load_environment(env_name)
     solutions = env.solutions()
     wrong = sorted(name for name in solutions if name.startswith("wrong_"))
-    language = "diff" if env.kind == "patch" else "python"
 
     def fenced(name: str) -> str:
-        return f"Here it is.\n\n```{language}\n{solutions[name].read_text()}```\n"
+        return as_response(env, solutions[name].read_text())
 
     return [(fenced("reference"), True) if i % 2 == 0 else (fenced(wrong[i // 2 % len(wrong)]), False) for i in range(n)]
 

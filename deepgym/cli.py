@@ -134,6 +134,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build what is missing, then score each environment's reference and one known-wrong solution, sent as
     model responses (prose around a fenced block)."""
+    from .check import as_response
     from .client import DeepGym
     from .environments import load_environment
     from .images import build
@@ -144,9 +145,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for env in envs:
             solutions = env.solutions()
             for name in ["reference", sorted(n for n in solutions if n.startswith("wrong_"))[0]]:
-                language = "diff" if solutions[name].suffix == ".diff" else "python"
-                response = f"Here is my answer.\n\n```{language}\n{solutions[name].read_text()}```\n"
-                outcome = gym.judge(env, response).to_dict()
+                outcome = gym.judge(env, as_response(env, solutions[name].read_text())).to_dict()
                 shown = {k: outcome.get(k) for k in ("score", "passed", "error_type", "has_verdict", "details")}
                 print(f"{env.id} / {name}: {json.dumps(shown)}")
     return EXIT_OK

@@ -42,14 +42,11 @@ from typing import Any
 import yaml
 
 from .errors import EnvironmentNotFoundError, ManifestError
-from .runner.protocol import KINDS, SCORINGS, Limits
+from .runner.protocol import KINDS, REQUIRED_FILES, SCORINGS, Limits
 
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants"}
-# What each kind's tests/ folder must hold.
-REQUIRED_TESTS = {"function": ("cases.py",), "program": ("cases",),
-                  "patch": ("repo", "hidden", "spec.json", "probes.json")}
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
@@ -185,7 +182,7 @@ def parse_manifest(path: Path) -> Environment:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise _fail(path, "tags", "must be a list of strings", "write tags: [a, b]")
     limits = _limits(path, data.get("limits"))
-    for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in REQUIRED_TESTS[data["kind"]])):
+    for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in REQUIRED_FILES[data["kind"]])):
         if not (folder / required).exists():
             raise _fail(path, "(folder)", f"{folder / required} does not exist",
                         f"add {required} ({data['kind']} environments need it)")

@@ -13,11 +13,10 @@ import sys
 import traceback
 
 from . import judge
-from .protocol import IN_PLAY, REPORT, STARTED, Request, event_line
+from .protocol import IN_PLAY, REPORT, REQUIRED_FILES, STARTED, Request, event_line
 from .sandbox import SUBMISSION_UID
 
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
-REQUIRED = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "spec.json", "probes.json")}
 
 
 def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
@@ -25,7 +24,7 @@ def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
     submission could read, a runner without the right to switch users) gives no verdict, never a score."""
     if not os.path.isdir(env_dir):
         return f"the hidden tests directory {env_dir} does not exist"
-    for required in REQUIRED.get(kind, ()):
+    for required in REQUIRED_FILES.get(kind, ()):
         if not os.path.exists(os.path.join(env_dir, required)):
             return f"the hidden tests directory {env_dir} has no {required} (needed by {kind} tasks)"
     if confined:

@@ -277,7 +277,7 @@ def _stage(env_dir: str, scratch_root: str, diff: str) -> Path:
         else:
             (stage / name).mkdir()
     (stage / "patch.diff").write_text(diff if diff.endswith("\n") else diff + "\n")
-    for root, dirs, names in os.walk(stage):
+    for root, _dirs, names in os.walk(stage):
         os.chmod(root, 0o755)
         for name in names:
             path = os.path.join(root, name)

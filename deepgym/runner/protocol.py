@@ -21,6 +21,8 @@ from typing import Any
 
 MARKER = "@@deepgym"
 KINDS = ("function", "program", "patch")
+# What each kind's hidden tests hold (an environment's tests/ folder, /opt/deepgym/env in the image).
+REQUIRED_FILES = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "hidden", "spec.json", "probes.json")}
 SCORINGS = ("all_or_nothing", "partial")
 STARTED = "started"
 IN_PLAY = "in_play"
