@@ -55,7 +55,7 @@ _OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
 
 
 @dataclass(frozen=True)
-class Block:
+class _Block:
     """A fenced block: its opening and closing fence lines (``end`` is the line count when never closed)
     and its de-indented content."""
 
@@ -86,9 +86,9 @@ def _dedent(line: str, indent: int) -> str:
     return line[min(indent, len(line) - len(line.lstrip(" \t"))):]
 
 
-def scan_blocks(lines: list[str]) -> list[Block]:
+def _scan(lines: list[str]) -> list[_Block]:
     """Every fenced block of ``lines``, in order (rules 3 and 4)."""
-    blocks: list[Block] = []
+    blocks: list[_Block] = []
     i = 0
     while i < len(lines):
         match = _FENCE.match(lines[i])
@@ -120,24 +120,24 @@ def scan_blocks(lines: list[str]) -> list[Block]:
             body.append(line)
             i += 1
         if i < len(lines) or any(line.strip() for line in body):
-            blocks.append(Block(start, i, "\n".join(body)))
+            blocks.append(_Block(start, i, "\n".join(body)))
         i += 1
     return blocks
 
 
 def fenced_blocks(text: str) -> list[str]:
     """Contents of every fenced code block of ``text``, in order."""
-    return [block.content for block in scan_blocks(text.split("\n"))]
+    return [block.content for block in _scan(text.split("\n"))]
 
 
 def _outside_blocks(lines: list[str]) -> list[int]:
     """Numbers of the lines that are neither a fence nor inside a fenced block."""
-    inside = {n for block in scan_blocks(lines) for n in range(block.start, block.end + 1)}
+    inside = {n for block in _scan(lines) for n in range(block.start, block.end + 1)}
     return [n for n in range(len(lines)) if n not in inside]
 
 
-def answer(text: str, reasoning: str = "auto") -> str | None:
-    """The part of ``text`` after its reasoning, or None when the reasoning never closed (rule 5)."""
+def drop_reasoning(text: str, reasoning: str = "auto") -> str | None:
+    """The answer: the part of ``text`` after its reasoning, or None when the reasoning never closed (rule 5)."""
     check_reasoning(reasoning)
     lines = text.split("\n")
     closes = [n for n in _outside_blocks(lines) if _CLOSE_TAG in lines[n]]
@@ -163,7 +163,7 @@ def extract_code(response: str, *, entry_point: str | None = None, reasoning: st
     """The submission in ``response``, or None when its answer has no fenced block (rules 1 to 7).
 
     ``entry_point`` is a function task's function: the last block that defines it wins over later ones."""
-    text = answer(_normalise(response), reasoning)
+    text = drop_reasoning(_normalise(response), reasoning)
     blocks = fenced_blocks(text) if text is not None else []
     if entry_point is not None:
         blocks = [block for block in blocks if defines(block, entry_point)] or blocks
@@ -172,7 +172,7 @@ def extract_code(response: str, *, entry_point: str | None = None, reasoning: st
 
 def extract_patch(response: str, *, reasoning: str = "auto") -> str | None:
     """The diff in ``response`` (rule 8), or None."""
-    text = answer(_normalise(response), reasoning)
+    text = drop_reasoning(_normalise(response), reasoning)
     if text is None:
         return None
     blocks = fenced_blocks(text)

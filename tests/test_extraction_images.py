@@ -27,8 +27,8 @@ def indent(text: str, prefix: str) -> str:
     return textwrap.indent(text, prefix, lambda line: True)
 
 
-QWEN_CODER_WITH_USAGE = f"""To find the fewest coins, I'll use bottom-up dynamic programming: `best[t]` is the fewest coins
-that make the total `t`, built from smaller totals.
+QWEN_CODER_WITH_USAGE = f"""To find the fewest coins, I'll use bottom-up dynamic programming: `best[t]` is the fewest
+coins that make the total `t`, built from smaller totals.
 
 ```python
 {RIGHT}
@@ -184,8 +184,8 @@ README_HUNKS = r'''diff --git a/README.md b/README.md
 '''
 FIX_AND_README = README_HUNKS + solution("patch_csv_quoting", "reference")
 
-QWEN_CODER_PATCH = f"""The reader ends a quoted field at the first quote character, so a doubled quote (`""`) is never read as
-a literal quote, and the writer only quotes fields containing a comma rather than the dialect's delimiter.
+QWEN_CODER_PATCH = f"""The reader ends a quoted field at the first quote character, so a doubled quote (`""`) is never
+read as a literal quote, and the writer only quotes fields containing a comma rather than the dialect's delimiter.
 Here is the fix, with the README updated to show quoting:
 
 ```diff
