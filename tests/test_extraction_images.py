@@ -11,12 +11,20 @@ under the list items).
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from conftest import ensure_images, solution
-
 pytestmark = pytest.mark.docker
+ENVIRONMENTS = Path(__file__).resolve().parent.parent / "environments"
+
+
+def solution(env: str, name: str) -> str:
+    """environments/<env>/solutions/<name>.*, read here rather than imported from conftest, whose module name
+    tests/verl/conftest.py takes when both directories are given to one pytest run."""
+    [path] = (ENVIRONMENTS / env / "solutions").glob(f"{name}.*")
+    return path.read_text()
+
 
 RIGHT = solution("coin_change", "reference").strip()
 GREEDY = solution("coin_change", "wrong_greedy").strip()
@@ -130,7 +138,9 @@ Wait, let me check whether the order of the loops matters here. If I iterate ove
 
 @pytest.fixture(scope="module")
 def coin_change_image() -> None:
-    ensure_images("coin_change")
+    from deepgym.images import build
+
+    build(["coin_change"])
 
 
 @pytest.mark.parametrize("response,reasoning,score,error_type", [
@@ -217,7 +227,9 @@ But I should also check the writer for the TSV dialect, since"""
 
 @pytest.fixture(scope="module")
 def patch_image() -> None:
-    ensure_images("patch_csv_quoting")
+    from deepgym.images import build
+
+    build(["patch_csv_quoting"])
 
 
 @pytest.mark.parametrize("response,score,error_type", [
