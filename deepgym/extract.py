@@ -19,11 +19,12 @@
 5. Reasoning is not the answer. The reasoning ends at the last ``</think>`` outside every fenced block
    (code that contains the string ``</think>`` keeps its block), and only what follows it is looked at. A
    ``<think>`` outside fenced blocks and after that point opened reasoning that never closed (a response cut
-   off mid-thought): the response has no answer, and no draft inside the reasoning runs. The ``reasoning``
-   setting says where reasoning starts: ``auto`` (the default) as just described; ``open`` when the chat
-   template put the opening ``<think>`` in the prompt (DeepSeek-R1, Qwen3), so the response itself starts
-   inside the reasoning: everything before the last ``</think>`` is reasoning, and a response without one
-   has no answer.
+   off mid-thought): the response has no answer, and no draft inside the reasoning runs. When this leaves no
+   answer, a later line that is just ``</think>`` still ends the reasoning (a draft fence left open in the
+   reasoning hides the ``</think>`` after it). The ``reasoning`` setting says where reasoning starts:
+   ``auto`` (the default) as just described; ``open`` when the chat template put the opening ``<think>`` in
+   the prompt (DeepSeek-R1, Qwen3), so the response itself starts inside the reasoning: everything before
+   the last ``</think>`` is reasoning, and a response without one has no answer.
 6. The submission is the content of the **last** fenced block of the answer. Function tasks prefer the last
    block that defines the entry point at its top level (``def name(``, ``async def name(``, or an assignment
    ``name = ...``) over a later usage or example block; with none, the last block.
@@ -136,20 +137,29 @@ def _outside_blocks(lines: list[str]) -> list[int]:
     return [n for n in range(len(lines)) if n not in inside]
 
 
+def _after(lines: list[str], number: int) -> str:
+    """The text after the last ``</think>`` on line ``number``."""
+    line = lines[number]
+    return "\n".join([line[line.rfind(_CLOSE_TAG) + len(_CLOSE_TAG):], *lines[number + 1:]])
+
+
+def _opens_reasoning(text: str) -> bool:
+    lines = text.split("\n")
+    return any(_OPEN_TAG in lines[n] for n in _outside_blocks(lines))
+
+
 def drop_reasoning(text: str, reasoning: str = "auto") -> str | None:
     """The answer: the part of ``text`` after its reasoning, or None when the reasoning never closed (rule 5)."""
     check_reasoning(reasoning)
     lines = text.split("\n")
     closes = [n for n in _outside_blocks(lines) if _CLOSE_TAG in lines[n]]
-    if closes:
-        last = lines[closes[-1]]
-        rest = "\n".join([last[last.rfind(_CLOSE_TAG) + len(_CLOSE_TAG):], *lines[closes[-1] + 1:]])
-    elif reasoning == "open":
-        return None
-    else:
-        rest = text
-    after = rest.split("\n")
-    return None if any(_OPEN_TAG in after[n] for n in _outside_blocks(after)) else rest
+    last = closes[-1] if closes else -1
+    candidates = [_after(lines, last) if closes else None if reasoning == "open" else text]
+    # A draft fence left open in the reasoning swallows the </think> after it; a line of its own still ends it.
+    alone = [n for n, line in enumerate(lines) if n > last and line.strip() == _CLOSE_TAG]
+    if alone:
+        candidates.append(_after(lines, alone[-1]))
+    return next((c for c in candidates if c is not None and not _opens_reasoning(c)), None)
 
 
 def defines(code: str, name: str) -> bool:

@@ -41,6 +41,10 @@ CASES = [
      "def f(s):\n    return s.split('</think>')[-1]"),
     ("</think> ends reasoning mid-line", "<think>so the answer is ready.</think>```python\ngood\n```", "good"),
     ("the last </think> outside blocks wins", "<think>a</think> <think>b</think>\n```python\ngood\n```", "good"),
+    ("a </think> line ends reasoning whose draft fence was left open",
+     "<think>\nDraft:\n```python\nbad\n</think>\n\n```python\ngood\n```", "good"),
+    ("without <think>, a </think> line in code is code", "```python\ns = \"\"\"\n</think>\n\"\"\"\n```",
+     's = """\n</think>\n"""'),
 ]
 
 
