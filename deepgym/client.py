@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from .accounting import NoVerdictMonitor
 from .environments import Environment, load_environment
-from .extract import extract_code, extract_patch
+from .extract import check_reasoning, extract_code, extract_patch
 from .runner.protocol import Request
 from .runtime import MODES, make_runtime
 from .verdict import NoVerdictError, Observation, Verdict, classify
@@ -76,14 +76,17 @@ class DeepGym:
     def backend(self) -> str:
         return self.runtime.name
 
-    def judge(self, env: str | Environment, response: str, *, variant: int = 0) -> Outcome:
+    def judge(self, env: str | Environment, response: str, *, variant: int = 0, reasoning: str = "auto") -> Outcome:
         """The outcome for one response, returned rather than raised. Counted by ``self.monitor``, which warns
-        when more than 5 samples in a block of 100 have no verdict."""
+        when more than 5 samples in a block of 100 have no verdict. ``reasoning`` is ``open`` when the prompt
+        opened ``<think>`` (DeepSeek-R1, Qwen3 templates), see :mod:`deepgym.extract`; it is per call, so one
+        client serves prompts of either kind."""
         env = load_environment(env)
         if not 0 <= variant < env.variants:
             raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
                              f"0 to {env.variants - 1}")
-        code = extract_patch(response) if env.kind == "patch" else extract_code(response)
+        code = (extract_patch(response, reasoning=reasoning) if env.kind == "patch"
+                else extract_code(response, entry_point=env.entry_point, reasoning=reasoning))
         if code is None:
             error_type = "invalid_patch" if env.kind == "patch" else "no_code_block"
             self.monitor.record(False)
@@ -104,21 +107,22 @@ class DeepGym:
         self.monitor.record(not outcome.has_verdict, outcome.error_type)
         return outcome
 
-    def run(self, env: str | Environment, response: str, *, variant: int = 0) -> Verdict:
+    def run(self, env: str | Environment, response: str, *, variant: int = 0, reasoning: str = "auto") -> Verdict:
         """The verdict for one response. Raises NoVerdictError when the infrastructure failed."""
-        outcome = self.judge(env, response, variant=variant)
+        outcome = self.judge(env, response, variant=variant, reasoning=reasoning)
         if isinstance(outcome, NoVerdictError):
             raise outcome
         return outcome
 
     def run_batch(self, env: str | Environment, responses: Iterable[str], *, variant: int = 0,
-                  max_parallel: int | None = None) -> BatchResult:
+                  max_parallel: int | None = None, reasoning: str = "auto") -> BatchResult:
         """Outcomes for many responses, in order; an entry without a verdict has ``has_verdict`` False."""
         env = load_environment(env)
+        check_reasoning(reasoning)
         responses = list(responses)
         workers = max(1, min(max_parallel or self.max_parallel, len(responses)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
-            return BatchResult(pool.map(lambda r: self.judge(env, r, variant=variant), responses))
+            return BatchResult(pool.map(lambda r: self.judge(env, r, variant=variant, reasoning=reasoning), responses))
 
     def close(self) -> None:
         """Remove any container this client still owns and close its connections."""

@@ -9,7 +9,7 @@ verl loads the reward function from the package::
       custom_reward_function:
         path: pkg://deepgym.integrations.verl
         name: compute_score
-        reward_kwargs: {mode: docker}
+        reward_kwargs: {mode: docker}       # and reasoning: open when the chat template opens <think>
 
 Every call returns the same four keys, all of which verl copies into its reward extra info:
 
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import NoVerdictMonitor
+from ..extract import check_reasoning
 from ..runtime import MODES
 from ..verdict import NoVerdictError
 
@@ -238,8 +239,9 @@ def reward_info(result: Any) -> dict[str, Any]:
     return {"score": score, "passed": passed, "error": 0.0, "error_type": str(error_type or "")}
 
 
-def _judge(env: str | Environment, solution_str: str, variant: int, client: DeepGym) -> dict[str, Any]:
-    outcome = client.judge(get_environment(env), str(solution_str), variant=variant)
+def _judge(env: str | Environment, solution_str: str, variant: int, client: DeepGym,
+           reasoning: str) -> dict[str, Any]:
+    outcome = client.judge(get_environment(env), str(solution_str), variant=variant, reasoning=reasoning)
     if not outcome.has_verdict:
         raise VerlNoVerdictError.wrap(outcome)
     return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
@@ -247,33 +249,37 @@ def _judge(env: str | Environment, solution_str: str, variant: int, client: Deep
 
 
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
-                  mode: str = "auto", allow_local: bool | None = None, **kwargs: Any) -> dict[str, Any]:
+                  mode: str = "auto", allow_local: bool | None = None, reasoning: str = "auto",
+                  **kwargs: Any) -> dict[str, Any]:
     """verl's reward function: judge ``solution_str`` in the row's environment.
 
     The environment is ``extra_info['environment']`` (else ``data_source``) and the variant
-    ``extra_info['variant']`` (else 0). The last fenced code block of the response is run, after end-of-turn
-    tokens are dropped. ``mode`` (and, for ``local``, ``allow_local``) come from ``reward_kwargs``; other
-    keyword arguments verl passes (``reward_router_address``...) are ignored, as is ``ground_truth``: the
-    hidden tests live in the environment's image.
+    ``extra_info['variant']`` (else 0). The submission is extracted by :mod:`deepgym.extract`'s rules (the
+    last fenced block of the answer after the reasoning). ``mode`` (and, for ``local``, ``allow_local``) and
+    ``reasoning`` (``auto``, or ``open`` when the chat template puts ``<think>`` in the prompt, as
+    DeepSeek-R1's and Qwen3's do) come from ``reward_kwargs``; other keyword arguments verl passes
+    (``reward_router_address``...) are ignored, as is ``ground_truth``: the hidden tests live in the
+    environment's image.
 
     Returns ``{score, passed, error, error_type}`` (see the module's docstring). Raises
-    :class:`VerlNoVerdictError` when there is no verdict, and ValueError for an unknown mode.
+    :class:`VerlNoVerdictError` when there is no verdict, and ValueError for an unknown mode or reasoning.
     """
     name, variant = _environment_and_variant(data_source, extra_info)
-    return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local))
+    return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning)
 
 
 def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: DeepGym | None = None,
-                            variant: int | None = None) -> Callable[..., dict[str, Any]]:
+                            variant: int | None = None, reasoning: str = "auto") -> Callable[..., dict[str, Any]]:
     """A verl reward function bound to one environment, for a reward module of your own::
 
         compute_score = make_verl_compute_score("coin_change")
 
     It ignores the row's environment, takes the variant from ``variant`` or else the row, and otherwise
-    behaves like :func:`compute_score` (a ``mode`` in ``reward_kwargs`` overrides ``mode``; ``dg`` uses
-    your own client instead of the shared one)."""
+    behaves like :func:`compute_score` (a ``mode`` or ``reasoning`` in ``reward_kwargs`` overrides the one
+    given here; ``dg`` uses your own client instead of the shared one)."""
     environment = get_environment(env)
     check_mode(mode)
+    check_reasoning(reasoning)
 
     def bound_compute_score(data_source: Any = None, solution_str: str = "", ground_truth: Any = None,
                             extra_info: Any = None, **kwargs: Any) -> dict[str, Any]:
@@ -281,7 +287,7 @@ def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: D
         if chosen is None:
             chosen = _environment_and_variant(environment.id, extra_info)[1]
         client = dg or get_client(kwargs.get("mode", mode), allow_local=kwargs.get("allow_local"))
-        return _judge(environment, solution_str, chosen, client)
+        return _judge(environment, solution_str, chosen, client, kwargs.get("reasoning", reasoning))
 
     bound_compute_score.__name__ = "compute_score"
     bound_compute_score.__qualname__ = f"make_verl_compute_score({environment.id!r})"
@@ -289,14 +295,17 @@ def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: D
 
 
 def make_verl_reward_fn(env: str | Environment, *, mode: str = "auto", dg: DeepGym | None = None,
-                        variant: int = 0, max_parallel: int | None = None) -> Callable[[Any], list[float | None]]:
+                        variant: int = 0, max_parallel: int | None = None,
+                        reasoning: str = "auto") -> Callable[[Any], list[float | None]]:
     """A batch scorer for a custom training loop: ``reward_fn(batch) -> list[float | None]``.
 
     ``batch`` is a list of decoded responses, or a mapping holding one under ``responses`` or
     ``completions``. Each entry gets its score, or ``None`` when it has no verdict: leave those samples out
-    of the update rather than treating them as 0. Token ids are refused: decode them first."""
+    of the update rather than treating them as 0. Token ids are refused: decode them first. ``reasoning``
+    is as for :func:`compute_score`."""
     environment = get_environment(env)
     check_mode(mode)
+    check_reasoning(reasoning)
 
     def reward_fn(batch: Any) -> list[float | None]:
         if isinstance(batch, Mapping):
@@ -310,7 +319,8 @@ def make_verl_reward_fn(env: str | Environment, *, mode: str = "auto", dg: DeepG
                 raise TypeError(f"make_verl_reward_fn scores decoded text, got {type(response).__name__}; "
                                 "decode the response ids with your tokenizer first")
         client = dg or get_client(mode)
-        outcomes = client.run_batch(environment, responses, variant=variant, max_parallel=max_parallel)
+        outcomes = client.run_batch(environment, responses, variant=variant, max_parallel=max_parallel,
+                                    reasoning=reasoning)
         return [float(o.score) if o.has_verdict else None for o in outcomes]
 
     return reward_fn

@@ -35,6 +35,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop
 from verl.trainer.ppo.reward import get_custom_reward_fn
 
+from ..extract import check_reasoning
 from ..verdict import NoVerdictError
 from . import verl as dgverl
 from .verl import AGENT_LOOP_NAME, VerlNoVerdictError, kept_out
@@ -56,19 +57,20 @@ def kept_out_count() -> int:
     return kept_out.snapshot()["no_verdict"]
 
 
-def _reward_function(config: Any, mode: str) -> Callable[..., Any]:
+def _reward_function(config: Any, mode: str, reasoning: str | None) -> Callable[..., Any]:
     """``reward.custom_reward_function`` loaded the way verl loads it (once per process and setting), or
-    deepgym's compute_score with ``mode``."""
+    deepgym's compute_score with ``mode``; either is called with ``reasoning`` when the loop sets it."""
     reward = config.get("reward") or {}
     custom = reward.get("custom_reward_function") or {}
     if not custom.get("path"):
-        return functools.partial(dgverl.compute_score, mode=mode)
+        return functools.partial(dgverl.compute_score, mode=mode, reasoning=reasoning or "auto")
     key = repr(OmegaConf.to_container(custom, resolve=True) if OmegaConf.is_config(custom) else custom)
     with _reward_fns_lock:
         fn = _reward_fns.get(key)
         if fn is None:
             fn = _reward_fns[key] = get_custom_reward_fn(config)
-        return fn
+    # verl merges reward_kwargs over the call's keywords, so a reasoning in reward_kwargs still wins.
+    return fn if reasoning is None else functools.partial(fn, reasoning=reasoning)
 
 
 def _uses_v1(config: Any) -> bool:
@@ -83,13 +85,21 @@ class DeepGymSingleTurnAgentLoop(SingleTurnAgentLoop):
     Args:
         mode: the deepgym mode used when no ``reward.custom_reward_function`` is configured
             (``auto``, ``docker`` or ``local``).
+        reasoning: ``open`` when the chat template puts ``<think>`` in the prompt (DeepSeek-R1, Qwen3), so a
+            response without ``</think>`` has no answer; ``auto`` otherwise (see :mod:`deepgym.extract`).
+            When set, it is passed to the reward function too (a custom one must accept it); a
+            ``reasoning`` in ``reward_kwargs`` takes precedence. ``None`` (the default) leaves it to the
+            reward function, whose own default is ``auto``.
     """
 
-    def __init__(self, *args: Any, mode: str = "auto", **kwargs: Any):
+    def __init__(self, *args: Any, mode: str = "auto", reasoning: str | None = None, **kwargs: Any):
         dgverl.check_mode(mode)
+        if reasoning is not None:
+            check_reasoning(reasoning)
         super().__init__(*args, **kwargs)
         self.mode = mode
-        self.reward_fn = _reward_function(self.config, mode)
+        self.reasoning = reasoning
+        self.reward_fn = _reward_function(self.config, mode, reasoning)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         output = await super().run(sampling_params, **kwargs)

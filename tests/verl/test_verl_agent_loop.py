@@ -17,6 +17,7 @@ from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentL
 from verl_fakes import (  # noqa: E402
     LineTokenizer,
     ScriptedServer,
+    copy_loop_entry,
     fenced,
     instantiate_loop,
     loop_config,
@@ -45,7 +46,7 @@ def test_the_packaged_yaml_builds_deepgyms_loop():
 
     loop = asyncio.run(build())
     assert type(loop) is DeepGymSingleTurnAgentLoop and isinstance(loop, SingleTurnAgentLoop)
-    assert loop.mode == "auto"
+    assert loop.mode == "auto" and loop.reasoning is None
 
 
 def test_a_configured_custom_reward_function_scores_the_sample(dataset_row, tmp_path):
@@ -70,6 +71,40 @@ def test_right_answer_earns_1_and_wrong_answer_0_both_trained_on(use_v1, dataset
                                                        "error_type": "wrong_answer"}
     for output, text in ((right, RIGHT), (wrong, WRONG)):
         assert output.response_mask == [1] * response_tokens(text)  # every generated token is trained on
+
+
+# A Qwen3 response under a template that put <think> in the prompt, cut off mid-reasoning: its draft is right.
+CUT_OFF_REASONING = "Okay, dynamic programming over the totals:\n\n" + RIGHT + "\nWait, let me check the loop order"
+CLOSED_REASONING = "Okay, a draft:\n" + WRONG + "</think>\n\n" + RIGHT
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("reward,cut_off_score", [
+    pytest.param({}, 0.0, id="the-loops-compute-score"),
+    pytest.param(DEEPGYM_REWARD, 0.0, id="passed-to-the-custom-reward-function"),
+    pytest.param({**DEEPGYM_REWARD, "reward_kwargs": {"mode": "docker", "reasoning": "auto"}}, 1.0,
+                 id="reward-kwargs-take-precedence"),
+])
+def test_reasoning_open_in_the_loop_entry(reward, cut_off_score, dataset_row, coin_change_image):
+    name = copy_loop_entry("deepgym_reasoning_open", mode="docker", reasoning="open")
+    cut_off, closed = run_loop(loop_config(use_v1=True, **reward), dataset_row, CUT_OFF_REASONING, CLOSED_REASONING,
+                               name=name)
+    assert cut_off.reward_score == cut_off_score
+    if cut_off_score == 0.0:  # no answer: the model's fault, scored and trained on
+        assert cut_off.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+                                                             "error_type": "no_code_block"}
+    assert cut_off.response_mask == [1] * response_tokens(CUT_OFF_REASONING)
+    assert closed.reward_score == 1.0
+
+
+def test_an_unknown_reasoning_in_the_loop_entry_fails_when_verl_builds_the_loop():
+    name = copy_loop_entry("deepgym_reasoning_unknown", reasoning="closed")
+
+    async def build():
+        return instantiate_loop(loop_config(use_v1=True), ScriptedServer(LineTokenizer(), "x"), name)
+
+    with pytest.raises(Exception, match="'closed'.*valid settings: auto, open"):
+        asyncio.run(build())
 
 
 def patch_environment() -> str | None:

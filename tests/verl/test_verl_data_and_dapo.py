@@ -61,7 +61,7 @@ def test_agent_loop_config_path_is_printed_and_lists_the_loop(capsys):
     assert path == agent_loop_config_path() and Path(path).is_absolute()
     entries = OmegaConf.to_container(OmegaConf.load(path))
     assert {"name": "deepgym_single_turn", "_target_": "deepgym.integrations.verl_mask.DeepGymSingleTurnAgentLoop",
-            "mode": "auto"} in entries
+            "mode": "auto", "reasoning": None} in entries
 
 
 def test_generated_dapo_config_composes_with_verls_ppo_trainer_defaults(tmp_path):

@@ -102,6 +102,37 @@ def test_no_verdict_raises_and_says_what_verl_does_with_it(coin_change_image, mo
     assert isinstance(copy, NoVerdictError) and copy.error_type == "image_missing" and str(copy) == message
 
 
+# A Qwen3 response under a template that put <think> in the prompt, cut off mid-reasoning: its draft is right.
+CUT_OFF_REASONING = (f"Okay, dynamic programming over the totals:\n\n```python\n{solution('coin_change', 'reference')}"
+                     "```\n\nWait, let me check the loop order. If I iterate")
+CLOSED_REASONING = "Okay, a draft:\n" + fenced(solution("coin_change", "wrong_greedy")) + "</think>\n\n" + RIGHT
+
+
+@pytest.mark.docker
+def test_reasoning_open_from_reward_kwargs_gives_a_cut_off_reasoning_no_answer(coin_change_image):
+    open_fn = get_custom_reward_fn(OmegaConf.merge(reward_config("docker"), {"reward": {"custom_reward_function": {
+        "reward_kwargs": {"reasoning": "open"}}}}))
+    auto_fn = get_custom_reward_fn(reward_config("docker"))
+    row = coin_change_row()
+    assert call_as_verl(open_fn, CUT_OFF_REASONING, row) == {"score": 0.0, "passed": 0.0, "error": 0.0,
+                                                             "error_type": "no_code_block"}
+    assert call_as_verl(open_fn, CLOSED_REASONING, row)["score"] == 1.0
+    assert call_as_verl(auto_fn, CUT_OFF_REASONING, row)["score"] == 1.0  # auto: no tag, so the draft is the answer
+    bound = make_verl_compute_score("coin_change", mode="docker", reasoning="open")
+    assert call_as_verl(bound, CUT_OFF_REASONING, row)["error_type"] == "no_code_block"
+    assert call_as_verl(bound, CUT_OFF_REASONING, row, reasoning="auto")["score"] == 1.0  # reward_kwargs override
+    assert make_verl_reward_fn("coin_change", mode="docker", reasoning="open")([CUT_OFF_REASONING]) == [0.0]
+
+
+def test_an_unknown_reasoning_setting_is_a_clear_error():
+    fn = get_custom_reward_fn(OmegaConf.merge(reward_config("docker"), {"reward": {"custom_reward_function": {
+        "reward_kwargs": {"reasoning": "closed"}}}}))
+    with pytest.raises(ValueError, match="'closed'.*valid settings: auto, open"):
+        call_as_verl(fn, RIGHT, coin_change_row())
+    with pytest.raises(ValueError, match="valid settings: auto, open"):
+        make_verl_compute_score("coin_change", reasoning="none")
+
+
 def data_proto(tokenizer: LineTokenizer, row: dict, response: str) -> DataProto:
     """One sample as verl's agent-loop worker hands it to a reward manager."""
     prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True)

@@ -127,14 +127,28 @@ def instantiate_loop(config, server: ScriptedServer, name: str = "deepgym_single
         data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
 
 
-def run_loop(config, row: dict[str, Any], *responses: str, tokenizer: LineTokenizer | None = None):
-    """Run deepgym's loop once per response on ``row`` (a dataset item); returns the outputs, or the exception."""
+def copy_loop_entry(name: str, **fields: Any) -> str:
+    """Register a copy of the packaged ``deepgym_single_turn`` entry under ``name`` with ``fields`` changed, as
+    a user's own agent-loop YAML would hold it; returns ``name`` for :func:`instantiate_loop`."""
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+    from deepgym.integrations.verl import agent_loop_config_path
+
+    [entry] = [e for e in OmegaConf.load(agent_loop_config_path()) if e.name == "deepgym_single_turn"]
+    _agent_loop_registry[name] = OmegaConf.merge(entry, {"name": name, **fields})
+    return name
+
+
+def run_loop(config, row: dict[str, Any], *responses: str, tokenizer: LineTokenizer | None = None,
+             name: str = "deepgym_single_turn"):
+    """Run the loop ``name`` once per response on ``row`` (a dataset item); returns the outputs, or the exception."""
     server = ScriptedServer(tokenizer or LineTokenizer(), *responses)
 
     async def main():
         outputs = []
         for _ in responses:
-            loop = instantiate_loop(config, server)
+            loop = instantiate_loop(config, server, name)
             outputs.append(await loop.run({"temperature": 1.0}, **row))
         return outputs
 
