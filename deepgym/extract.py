@@ -50,7 +50,8 @@ END_TOKENS = tuple(sorted({t for base in _BASE_END_TOKENS for t in (base, base.r
 REASONING = ("auto", "open")
 _TRAILING_TOKENS = re.compile(r"(?:\s|" + "|".join(re.escape(t) for t in END_TOKENS) + r")+\Z")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_HUNK = re.compile(r"^@@ -\d+(?:,(?P<old>\d+))? \+\d+(?:,(?P<new>\d+))? @@")
+# Counts of at most 9 digits: a longer one is no hunk header (and int() would refuse a number over 4300 digits).
+_HUNK = re.compile(r"^@@ -\d{1,9}(?:,(?P<old>\d{1,9}))? \+\d{1,9}(?:,(?P<new>\d{1,9}))? @@")
 _DIFF = re.compile(r"^(?:diff --git |@@ -\d)", re.M)
 _OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
 

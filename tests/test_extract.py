@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import deepgym.extract
 from deepgym.extract import END_TOKENS, extract_code, extract_patch
@@ -142,3 +144,21 @@ def test_every_end_token_has_its_full_width_form():
     for token in ascii_forms:
         assert token.replace("|", "\uff5c") in END_TOKENS
         assert extract_code(f"```python\nx\n```{token}") == "x"
+
+
+# Extraction runs on the host, on text the policy wrote: nothing in it may make extraction raise (the sample
+# would crash deepgym's side instead of being judged). Pieces that steer the scanner are mixed with noise.
+_PIECES = ["```", "````", "~~~", "```python", "```diff", "    ```", "\t```", "<think>", "</think>", "@@ -1,2 +1,3 @@",
+           "@@ -1," + "9" * 5000 + " +1 @@", "@@ -0,0 +1 @@", "--- a/x.py", "+++ b/x.py", "diff --git a/x b/x", "+",
+           "-", " ", "\\ No newline", "def solve(", "solve = 1", "<|im_end|>", "\r", "\r\n", "\x00", "\ud800",
+           "\udfff", "\u2028", "\x1b[0m"]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=20)), max_size=60).map("\n".join))
+def test_extraction_never_raises_on_any_text(response):
+    for reasoning in ("auto", "open"):
+        for result in (extract_code(response, entry_point="solve", reasoning=reasoning),
+                       extract_patch(response, reasoning=reasoning)):
+            assert result is None or isinstance(result, str)
+
