@@ -1,8 +1,9 @@
 """The ``deepgym`` command.
 
 Exit statuses: 0 success (for ``run``: the response was scored, whatever the score), 1 a failed check or
-build, 2 bad usage (an unknown environment, a malformed manifest, a missing file), 3 no verdict (for
-``run-batch``: at least one response had none).
+build, 2 bad usage (an unknown environment, a malformed manifest, a missing file, a malformed input line),
+3 no verdict (for ``run-batch``: at least one response had none) or, for a command that judges nothing
+(``cleanup``), no container engine.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import DeepGymError, EnvironmentNotFoundError, LocalModeNotAllowedError, ManifestError
+from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundError, LocalModeNotAllowedError,
+                     ManifestError)
 from .integrations.verl_cli import add_verl_commands
 from .runner.protocol import KINDS
 from .runtime import MODES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_VERDICT = 0, 1, 2, 3
+EXIT_NO_ENGINE = EXIT_NO_VERDICT
 
 
 def _read_response(source: str) -> str:
@@ -51,22 +54,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK if outcome.has_verdict else EXIT_NO_VERDICT
 
 
+def _response_line(number: int, line: str) -> str:
+    """The response on one ``--responses`` line: a JSON string, or an object whose "response" is one. All
+    lines are read before anything is judged, so a bad line costs no sample."""
+    try:
+        item = json.loads(line)
+    except ValueError:
+        item = None
+    if isinstance(item, dict):
+        item = item.get("response")
+    if not isinstance(item, str):
+        raise ValueError(f"--responses line {number} is not a JSON string or an object with a string "
+                         f"\"response\": {line[:80]!r}")
+    return item
+
+
 def cmd_run_batch(args: argparse.Namespace) -> int:
     """One JSON line per response, in order, then a summary line counting outcomes by error type."""
     from .client import DeepGym
     from .environments import load_environment
 
     env = load_environment(args.environment)
-    responses = []
-    for number, line in enumerate(_read_response(args.responses).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
-            raise ValueError(f"--responses line {number} is not JSON (one string or {{\"response\": ...}} "
-                             "per line)") from None
-        responses.append(item["response"] if isinstance(item, dict) else str(item))
+    responses = [_response_line(number, line) for number, line in
+                 enumerate(_read_response(args.responses).splitlines(), 1) if line.strip()]
     with DeepGym(mode=args.mode) as gym:
         batch = gym.run_batch(env, responses, variant=args.variant)
     for outcome in batch:
@@ -219,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         # ValueError: bad input such as a variant out of range or a malformed --responses line.
         print(f"deepgym: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except EngineUnavailableError as exc:
+        print(f"deepgym: {exc}", file=sys.stderr)
+        return EXIT_NO_ENGINE
     except DeepGymError as exc:
         print(f"deepgym: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -59,9 +59,13 @@ class DeepGym:
         max_parallel: samples judged at once by ``run_batch`` (default: the CPU count, at least 2; beyond it
             latency grows without more throughput, see benchmarks/throughput.py).
         allow_local: the explicit opt-in that ``mode="local"`` requires.
+        allow_stale_image: judge with an image built from other environment files than this host's (default:
+            ``DEEPGYM_ALLOW_STALE_IMAGE=1``, else refused as ``image_stale``); such verdicts say
+            ``image_status: stale``.
     """
 
-    def __init__(self, mode: str = "auto", *, max_parallel: int | None = None, allow_local: bool | None = None):
+    def __init__(self, mode: str = "auto", *, max_parallel: int | None = None, allow_local: bool | None = None,
+                 allow_stale_image: bool | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         self.mode = mode
@@ -69,6 +73,8 @@ class DeepGym:
         options: dict[str, Any] = {"max_parallel": self.max_parallel}
         if mode == "local":
             options["allow_local"] = allow_local
+        else:
+            options["allow_stale_image"] = allow_stale_image
         self.runtime = make_runtime(mode, **options)
         self.monitor = NoVerdictMonitor()
 

@@ -7,7 +7,8 @@
     ├── EnvironmentNotFoundError           an unknown environment name (also a LookupError)
     ├── ManifestError                      a malformed manifest: names the file, the key and the fix (ValueError)
     ├── LocalModeNotAllowedError           mode="local" without the explicit opt-in (PermissionError)
-    └── ImageBuildError                    `deepgym images build` failed (RuntimeError)
+    ├── ImageBuildError                    `deepgym images build` failed (RuntimeError)
+    └── EngineUnavailableError             an engine command (not a sample) found no engine (ConnectionError)
 """
 
 from __future__ import annotations
@@ -45,3 +46,8 @@ class LocalModeNotAllowedError(DeepGymError, PermissionError):
 
 class ImageBuildError(DeepGymError, RuntimeError):
     """Building images failed; the message says which step and how to fix it."""
+
+
+class EngineUnavailableError(DeepGymError, ConnectionError):
+    """A command that is not judging a sample (``deepgym cleanup``) could not reach the container engine.
+    Samples never raise it: for them the same failure is the no-verdict type ``daemon_unavailable``."""

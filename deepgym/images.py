@@ -65,9 +65,15 @@ def image_status(name: str) -> str:
             return "missing"
         raise ImageBuildError(f"cannot inspect {image_name(name)}: {result.stderr.strip()}")
     built_from = (json.loads(result.stdout) or {}).get(BASE_HASH_LABEL if name == BASE else HASH_LABEL)
+    return hash_status(built_from, content_hash(name))
+
+
+def hash_status(built_from: str | None, expected: str) -> str:
+    """``current``, ``stale`` or ``unverified`` for an image whose hash label is ``built_from`` (None when it
+    has none), against the hash of the files on this host. The one rule, for building and for judging."""
     if built_from in (None, "unknown"):
         return "unverified"
-    return "current" if built_from == content_hash(name) else "stale"
+    return "current" if built_from == expected else "stale"
 
 
 def _has_image(ref: str) -> bool:

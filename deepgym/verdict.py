@@ -77,6 +77,9 @@ class Verdict:
     cases_total: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     image_id: str | None = None
+    image_status: str | None = None
+    """``current``, ``unverified`` (built without deepgym's hash label, e.g. by hand) or ``stale`` (built from
+    other environment files, judged only because stale images were allowed); None when no image judged."""
 
     has_verdict = True
 
@@ -142,6 +145,7 @@ class Observation:
     stderr_tail: str = ""
     elapsed_s: float = 0.0
     image_id: str | None = None
+    image_status: str | None = None
     cpu_share: float | None = None
     """CPU seconds the whole sandbox used per second of wall-clock time, when the host's deadline fired (None
     when not measured)."""
@@ -158,7 +162,7 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
     def zero(error_type: str, details: str) -> Verdict:
         return Verdict(score=0.0, passed=False, error_type=error_type, details=details, environment=environment,
                        runtime=obs.runtime, variant=request.variant, timings={"total_s": round(obs.elapsed_s, 4)},
-                       image_id=obs.image_id)
+                       image_id=obs.image_id, image_status=obs.image_status)
 
     if obs.infra_error is not None:  # row 1
         if obs.infra_error not in ERROR_TYPES or is_scored(obs.infra_error):
@@ -233,4 +237,4 @@ def _from_report(report: Any, request: Request, obs: Observation, environment: s
     timings["total_s"] = round(obs.elapsed_s, 4)
     return Verdict(score=score, passed=passed, error_type=error_type, details=str(report.get("details", "")),  # row 7
                    environment=environment, runtime=obs.runtime, variant=request.variant, cases=cases,
-                   cases_total=cases_total, timings=timings, image_id=obs.image_id)
+                   cases_total=cases_total, timings=timings, image_id=obs.image_id, image_status=obs.image_status)

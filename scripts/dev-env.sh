@@ -14,9 +14,17 @@ export VENV
 want_verl=0
 [ "${1:-}" = "--verl" ] && want_verl=1
 
-base_requirements="docker>=7.0 pyyaml>=6.0 pytest>=8.0 hatchling editables"
-# verl's extras pull CUDA builds: install CPU torch first, then verl itself and the few modules it imports lazily.
-verl_requirements="verl==0.9.1 cachetools uvicorn fastapi TransferQueue pandas pyarrow"
+# pyproject.toml is the one list of requirements: the runtime ones plus the `test` extra, and the `verl` extra.
+# hatchling and editables build the editable install below without build isolation.
+requirements() {
+  python3 -c 'import sys, tomllib
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print(" ".join(project["dependencies"] * (sys.argv[2] == "test") + project["optional-dependencies"][sys.argv[2]]))' \
+    "$here/pyproject.toml" "$1"
+}
+base_requirements="$(requirements test) hatchling editables"
+# verl's own extras pull CUDA builds: CPU torch goes first, then the `verl` extra (verl and what it imports lazily).
+verl_requirements=$(requirements verl)
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "dev-env: creating $VENV"

@@ -27,15 +27,15 @@ def engine_answers() -> bool:
 
 def leaked_containers() -> list[str]:
     """deepgym containers whose owner is this process or a process that is gone (not another live run's)."""
-    from deepgym.runtime.docker import OWNER_LABEL, owner_alive
+    from deepgym.runtime.docker import OWNER_LABEL, owner_alive, owner_label, pid_namespace
 
     result = subprocess.run(["docker", "ps", "-a", "--filter", "label=deepgym", "--format",
                              f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'], capture_output=True, text=True)
-    host, me = socket.gethostname(), f"/{os.getpid()}/"
+    host, me = socket.gethostname(), owner_label(os.getpid())
     leaked = []
     for line in result.stdout.splitlines():
         container, _, owner = line.partition(" ")
-        if me in owner or not owner_alive(owner, host):
+        if owner == me or not owner_alive(owner, host, pid_namespace()):
             leaked.append(container)
     return leaked
 

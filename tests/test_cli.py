@@ -25,11 +25,23 @@ def test_list_prints_name_then_kind():
     (["run", "coin_chnage", "--response", "-"], "Known environments: "),
     (["run", "coin_change", "--response", "/nonexistent/response.md"], "no such file"),
     (["run", "coin_change", "--response", "-", "--variant", "99"], "out of range"),
-    (["run-batch", "coin_change", "--responses", "-"], "not JSON"),
 ])
 def test_bad_usage_exits_2_with_a_message(args, words):
     result = deepgym(*args, stdin="not json\n")
     assert result.returncode == 2 and words in result.stderr and result.stdout == ""
+
+
+@pytest.mark.parametrize("line", ["not json", '{"prompt": "x"}', '{"response": 5}', "[1, 2]", "7", "{"])
+def test_run_batch_names_a_malformed_line_before_judging_anything(line):
+    result = deepgym("run-batch", "coin_change", "--responses", "-", stdin=f'"fine"\n\n{line}\n')
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("deepgym: --responses line 3 is not a JSON string") and "Traceback" not in result.stderr
+
+
+def test_cleanup_with_the_engine_down_says_so_and_exits_3(tmp_path):
+    result = deepgym("cleanup", DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
+    assert result.returncode == 3 and result.stdout == "" and "Traceback" not in result.stderr
+    assert result.stderr.startswith("deepgym: cannot remove deepgym's containers") and "DOCKER_HOST" in result.stderr
 
 
 @pytest.mark.docker

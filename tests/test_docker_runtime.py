@@ -150,7 +150,7 @@ def test_containers_are_locked_down(gym):
 def test_containers_are_removed_and_labelled(gym):
     from deepgym.runtime.docker import LABEL, OWNER_LABEL
 
-    assert gym.runtime.owner.split("/")[1] == str(os.getpid())
+    assert gym.runtime.owner.split("/")[2] == str(os.getpid())
     gym.run(ENV, fenced(WRONG))
     leftover = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={gym.runtime.run_id}"],
                               capture_output=True, text=True).stdout.split()

@@ -24,3 +24,12 @@ def test_the_catalogue_table_lists_every_environment():
     assert set(re.findall(r"`([a-z0-9_]+)`", table)) == set(list_environments())
     count = re.search(r"(\d+) environments ship", README)
     assert count and int(count.group(1)) == len(list_environments())
+
+
+def test_every_error_type_is_produced_somewhere():
+    """A documented outcome that no code can produce is a promise the docs cannot keep: each type must appear as
+    a string literal in deepgym's own code outside the vocabulary itself."""
+    package = Path(__file__).resolve().parent.parent / "deepgym"
+    sources = "\n".join(path.read_text() for path in package.rglob("*.py") if path.name != "protocol.py")
+    unproduced = [t for t in ERROR_TYPES if not re.search(rf"[\"']{t}[\"']", sources)]
+    assert unproduced == []

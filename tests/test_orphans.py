@@ -11,10 +11,11 @@ import pytest
 
 from conftest import ensure_images
 from deepgym.images import image_name
-from deepgym.runtime.docker import LABEL, OWNER_LABEL, DockerRuntime, owner_alive, process_start_time
+from deepgym.runtime.docker import LABEL, OWNER_LABEL, DockerRuntime, owner_alive, owner_label, pid_namespace
 
 pytestmark = pytest.mark.docker
 HOST = DockerRuntime().host
+NAMESPACE = pid_namespace()
 
 
 def create(owner: str, *, start: bool) -> str:
@@ -33,23 +34,27 @@ def exists(container: str) -> bool:
 def finished_process_owner() -> str:
     """The owner label of a process that has exited (its pid may even be reused later: the start time differs)."""
     proc = subprocess.Popen(["true"])
-    start = process_start_time(proc.pid)
+    label = owner_label(proc.pid)
     proc.wait()
-    return f"{HOST}/{proc.pid}/{start}"
+    return label
 
 
 def test_owner_labels_tell_live_from_gone():
-    me = f"{HOST}/{os.getpid()}/{process_start_time(os.getpid())}"
-    assert owner_alive(me, HOST)
-    assert not owner_alive(finished_process_owner(), HOST)
-    assert not owner_alive(f"{HOST}/{os.getpid()}/1", HOST), "a reused pid has another start time"
-    assert owner_alive("other-host/1/1", HOST), "only its own host can judge another host's containers"
-    assert not owner_alive("garbage", HOST)
+    me = owner_label(os.getpid())
+    assert owner_alive(me, HOST, NAMESPACE)
+    assert not owner_alive(finished_process_owner(), HOST, NAMESPACE)
+    assert not owner_alive(f"{HOST}/{NAMESPACE}/{os.getpid()}/1", HOST, NAMESPACE), "a reused pid has another start"
+    assert owner_alive(f"other-host/{NAMESPACE}/1/1", HOST, NAMESPACE), "another host's containers are its own"
+    assert owner_alive(f"{HOST}/4026531999/1/1", HOST, NAMESPACE), "so are another pid namespace's"
+    assert not owner_alive("garbage", HOST, NAMESPACE)
+    legacy = f"{HOST}/{os.getpid()}/{me.rsplit('/', 1)[1]}"
+    assert owner_alive(legacy, HOST, NAMESPACE), "a live run of the previous version keeps its containers"
+    assert not owner_alive(f"{HOST}/{os.getpid()}/1", HOST, NAMESPACE)
 
 
 def test_start_up_reaps_orphans_and_spares_the_living():
     ensure_images("coin_change")
-    me = f"{HOST}/{os.getpid()}/{process_start_time(os.getpid())}"
+    me = owner_label(os.getpid())
     dead = finished_process_owner()
     orphan_running, orphan_created, mine = create(dead, start=True), create(dead, start=False), create(me, start=True)
     try:
@@ -66,12 +71,12 @@ def test_a_process_killed_mid_sample_leaves_nothing_after_the_next_start():
               "code = 'import time\\ndef coin_change(c, a):\\n    time.sleep(30)'\n"
               "print('judging', flush=True)\nDeepGym(mode='docker').judge('coin_change', f'```python\\n{code}\\n```')\n")
     victim = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    owner_prefix = f"{HOST}/{victim.pid}/"
     assert victim.stdout.readline().strip() == "judging"
+    owner = owner_label(victim.pid)
     deadline = time.monotonic() + 30
     while True:
-        owned = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner_prefix}"
-                                f"{process_start_time(victim.pid)}"], capture_output=True, text=True).stdout.split()
+        owned = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={OWNER_LABEL}={owner}"],
+                               capture_output=True, text=True).stdout.split()
         if owned or time.monotonic() > deadline:
             break
         time.sleep(0.1)
@@ -86,7 +91,46 @@ def test_a_process_killed_mid_sample_leaves_nothing_after_the_next_start():
 
 def test_cleanup_command_removes_every_deepgym_container():
     ensure_images("coin_change")
-    live = create(f"{HOST}/{os.getpid()}/{process_start_time(os.getpid())}", start=True)
+    live = create(owner_label(os.getpid()), start=True)
     result = subprocess.run([sys.executable, "-m", "deepgym.cli", "cleanup"], capture_output=True, text=True)
     assert result.returncode == 0 and "removed" in result.stdout
     assert not exists(live)
+
+
+HOLD_A_CONTAINER = """
+import sys, time
+from deepgym.images import image_name
+from deepgym.runtime.docker import DockerRuntime, LABEL, OWNER_LABEL
+runtime = DockerRuntime()
+api = runtime.api()
+container = api.create_container(image_name("base"), command=["sleep", "300"],
+                                 labels={LABEL: runtime.run_id, OWNER_LABEL: runtime.owner})["Id"]
+api.start(container)
+print(container, runtime.owner, flush=True)
+sys.stdin.readline()
+api.remove_container(container, force=True)
+"""
+
+
+def test_another_pid_namespace_on_the_same_host_keeps_its_live_containers():
+    """Two processes on one host name that share the engine but not a pid namespace (pods with host networking,
+    containers mounting the socket) cannot see each other's pids: neither may reap the other's live containers."""
+    ensure_images("coin_change")
+    mine = create(owner_label(os.getpid()), start=True)
+    other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", HOLD_A_CONTAINER],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        theirs, their_owner = other.stdout.readline().split()
+        host, namespace, pid, _ = their_owner.split("/")
+        assert host == HOST and namespace != NAMESPACE and int(pid) < 10, "the other process has its own pid space"
+        DockerRuntime().api()  # our start-up reaper
+        assert exists(theirs), "a live process of another pid namespace lost its container"
+        reaper = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                                 "from deepgym.runtime.docker import DockerRuntime; DockerRuntime().api()"],
+                                capture_output=True, text=True)
+        assert reaper.returncode == 0, reaper.stderr
+        assert exists(mine), "a reaper in another pid namespace removed a live process's container"
+    finally:
+        other.communicate("done\n", timeout=60)
+        subprocess.run(["docker", "rm", "-f", mine], capture_output=True)
+    assert other.returncode == 0 and not exists(theirs)

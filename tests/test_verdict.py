@@ -150,7 +150,7 @@ def test_row13_runner_ended_without_a_report(code):
 def test_vocabulary_has_both_sides_and_the_named_types():
     scored_types = {name for name, (is_scored, _) in ERROR_TYPES.items() if is_scored}
     no_verdict_types = set(ERROR_TYPES) - scored_types
-    assert {"no_code_block", "solution_error", "solution_timeout", "solution_oom", "policy_sandbox_failure"} <= scored_types
+    assert {"no_code_block", "solution_error", "solution_timeout", "solution_oom", "output_limit_exceeded"} <= scored_types
     assert {"sandbox_start_failure", "image_missing", "daemon_unavailable", "verifier_error", "verifier_timeout",
             "invalid_score"} <= no_verdict_types
 

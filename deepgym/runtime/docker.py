@@ -7,8 +7,13 @@ the report each cross in one stream, and a timeout in the container is the runne
 deadline is only the backstop.
 
 Every container carries the labels ``deepgym`` (this process's run id) and ``deepgym.owner``
-(``host/pid/start-time``). At start-up the runtime removes containers whose owner process is gone, never
-those of a live process; ``deepgym cleanup`` removes them all.
+(``host/pid-namespace/pid/start-time``). At start-up the runtime removes containers whose owner process is
+gone, never those of a live process; ``deepgym cleanup`` removes them all.
+
+Containers are created from the image id resolved once per environment, never from the tag, so a verdict's
+``image_id`` is the image that judged it even when the tag moves mid-run. An image built from other
+environment files than the host's (its content-hash label differs) is refused (``image_stale``, no verdict)
+unless the caller allows it knowingly, and then every verdict it gives says ``image_status: stale``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import docker.errors
 import requests.exceptions
 
 from ..environments import Environment
-from ..images import HASH_LABEL, content_hash
+from ..errors import EngineUnavailableError
+from ..images import HASH_LABEL, content_hash, hash_status
 from ..runner.protocol import Limits, Request
 from ..verdict import Observation
 from .base import Runtime
@@ -46,6 +52,7 @@ STDERR_TAIL_BYTES = 8192
 # Engine API version: Docker 20.10 and later speak it, and it has everything used here. A fixed version keeps
 # the client's constructor off the network (docker-py's "auto" leaks a socket when the engine is down).
 API_VERSION = "1.41"
+STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
 
 
 def container_settings(api: docker.APIClient, limits: Limits, labels: dict[str, str]) -> dict[str, Any]:
@@ -116,14 +123,34 @@ def process_start_time(pid: int) -> str | None:
     return data[data.rindex(b")") + 2:].split()[19].decode()
 
 
-def owner_alive(owner: str, host: str) -> bool:
-    """Whether the process named by an owner label ``host/pid/start`` is still running. Containers of other
-    hosts (a shared remote engine) are assumed alive: only their own host can tell."""
+def pid_namespace() -> str:
+    """This process's pid namespace (the inode of /proc/self/ns/pid), "unknown" where it cannot be read.
+
+    Two processes with the same host name can still live in different pid namespaces (pods with host
+    networking, containers that mount the engine's socket): a pid means nothing outside its namespace."""
     try:
-        owner_host, pid, start = owner.rsplit("/", 2)
-    except ValueError:
+        return os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
+    except OSError:
+        return "unknown"
+
+
+def owner_label(pid: int) -> str:
+    """The owner label of process ``pid`` of this host and pid namespace: ``host/pid-namespace/pid/start``."""
+    return f"{socket.gethostname()}/{pid_namespace()}/{pid}/{process_start_time(pid)}"
+
+
+def owner_alive(owner: str, host: str, namespace: str) -> bool:
+    """Whether the process named by an owner label is still running. Only the owner's own host and pid
+    namespace can tell, so containers of any other (a shared remote engine, another pod or container on
+    this host) are assumed alive; an unreadable label is an orphan. A label of deepgym 0.1.0 without the
+    namespace (``host/pid/start``, a run of the old version beside this one) is judged as if it were ours."""
+    parts = owner.split("/")
+    if len(parts) == 3:
+        parts.insert(1, namespace)
+    if len(parts) != 4:
         return False
-    if owner_host != host:
+    owner_host, owner_namespace, pid, start = parts
+    if owner_host != host or owner_namespace != namespace or namespace == "unknown":
         return True
     return pid.isdigit() and process_start_time(int(pid)) == start
 
@@ -133,14 +160,17 @@ class DockerRuntime(Runtime):
 
     name = "docker"
 
-    def __init__(self, *, max_parallel: int = 32):
+    def __init__(self, *, max_parallel: int = 32, allow_stale_image: bool | None = None):
         self.run_id = os.urandom(6).hex()
         self.host = socket.gethostname()
-        self.owner = f"{self.host}/{os.getpid()}/{process_start_time(os.getpid())}"
+        self.namespace = pid_namespace()
+        self.owner = owner_label(os.getpid())
+        self.allow_stale_image = (allow_stale_image if allow_stale_image is not None
+                                  else os.environ.get(STALE_OPT_IN_VARIABLE) == "1")
         self._pool = max_parallel + 4
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
-        self._images: dict[str, str] = {}
+        self._images: dict[str, tuple[str, str]] = {}
 
     def api(self) -> docker.APIClient:
         """The engine's API client, created on first use and again after a failure (the engine may return)."""
@@ -157,21 +187,33 @@ class DockerRuntime(Runtime):
         """Remove containers left by processes that died (including those still being created)."""
         with contextlib.suppress(docker.errors.DockerException, requests.exceptions.RequestException):
             for container in api.containers(all=True, filters={"label": OWNER_LABEL}):
-                if not owner_alive(container["Labels"].get(OWNER_LABEL, ""), self.host):
+                if not owner_alive(container["Labels"].get(OWNER_LABEL, ""), self.host, self.namespace):
                     with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
                         api.remove_container(container["Id"], force=True)
 
-    def image_id(self, env: Environment) -> str:
-        """The id of ``env``'s image (inspected once per process); warns once when it is stale."""
+    def image(self, env: Environment) -> tuple[str, str]:
+        """``env``'s image as (id, status), inspected once per process. Raises _Infra("image_stale") for an
+        image built from other environment files than the host's, unless stale images are allowed; a refusal
+        is not remembered, so an image rebuilt mid-run is taken up by the next sample."""
         if env.id not in self._images:
             with translate_errors("start"):
-                info = self.api().inspect_image(env.image)
+                try:
+                    info = self.api().inspect_image(env.image)
+                except docker.errors.ImageNotFound:
+                    raise _Infra("image_missing", f"{env.image} is not built; build it with "
+                                                  f"`deepgym images build {env.id}`") from None
             built_from = (info.get("Config") or {}).get("Labels", {}).get(HASH_LABEL)
-            if built_from not in (None, "unknown") and built_from != content_hash(env.id):
-                # A log line, not a warning: under `-W error` a warning would turn every sample into no verdict.
-                log.warning("image %s was built from an older version of environment %r; rebuild it with "
-                            "`deepgym images build %s`", env.image, env.id, env.id)
-            self._images[env.id] = info["Id"]
+            status = hash_status(built_from, content_hash(env.id))
+            if status == "stale" and not self.allow_stale_image:
+                raise _Infra("image_stale", f"{env.image} was built from other files of environment {env.id!r} "
+                                            f"than this host's (the prompt and limits would not match its hidden "
+                                            f"tests); rebuild it with `deepgym images build {env.id}`, or judge "
+                                            f"with it knowingly: allow_stale_image=True or "
+                                            f"{STALE_OPT_IN_VARIABLE}=1")
+            if status == "stale":
+                log.warning("judging %s with stale image %s (allowed): every verdict says image_status 'stale'",
+                            env.id, env.image)
+            self._images[env.id] = (info["Id"], status)
         return self._images[env.id]
 
     def judge(self, env: Environment, request: Request) -> Observation:
@@ -179,13 +221,14 @@ class DockerRuntime(Runtime):
         deadline = started + request.limits.host_deadline_s + START_GRACE_S
         container: str | None = None
         image_id: str | None = None
+        image_status: str | None = None
         api: docker.APIClient | None = None
         try:
             api = self.api()
-            image_id = self.image_id(env)
+            image_id, image_status = self.image(env)
             labels = {LABEL: self.run_id, OWNER_LABEL: self.owner, ENVIRONMENT_LABEL: env.id}
             with translate_errors("start"):
-                container = api.create_container(env.image, **container_settings(api, request.limits, labels))["Id"]
+                container = api.create_container(image_id, **container_settings(api, request.limits, labels))["Id"]
                 stream = api.attach_socket(container, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             sock: socket.socket = getattr(stream, "_sock", stream)
             try:
@@ -212,14 +255,14 @@ class DockerRuntime(Runtime):
             if exc.error_type == "daemon_unavailable":
                 self._forget_client(api)
             return Observation(runtime=self.name, infra_error=exc.error_type, infra_reason=exc.reason,
-                               elapsed_s=time.monotonic() - started, image_id=image_id)
+                               elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
         finally:
             if container is not None:
                 self._remove(container)
         return Observation(runtime=self.name, exit_code=exit_code, oom_killed=bool(oom_killed),
                            deadline_hit=deadline_hit, cpu_share=cpu_share, stdout=stdout,
                            stderr_tail=stderr[-STDERR_TAIL_BYTES:].decode("utf-8", "replace"),
-                           elapsed_s=time.monotonic() - started, image_id=image_id)
+                           elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
 
     @staticmethod
     def _cpu_share(api: docker.APIClient, container: str, elapsed_s: float) -> float | None:
@@ -247,21 +290,27 @@ class DockerRuntime(Runtime):
                 self._api = None
 
     def cleanup(self, *, everything: bool = False) -> int:
-        """Remove this run's containers (or, with ``everything``, every deepgym container). Returns how many."""
-        api = self.api()
+        """Remove this run's containers (or, with ``everything``, every deepgym container). Returns how many.
+        Raises EngineUnavailableError when the engine cannot be reached or refuses."""
         label = f"{LABEL}" if everything else f"{LABEL}={self.run_id}"
         removed = 0
-        with translate_errors("run"):
-            for container in api.containers(all=True, filters={"label": label}):
-                with contextlib.suppress(docker.errors.NotFound):
-                    api.remove_container(container["Id"], force=True)
-                    removed += 1
+        try:
+            api = self.api()
+            with translate_errors("run"):
+                for container in api.containers(all=True, filters={"label": label}):
+                    with contextlib.suppress(docker.errors.NotFound):
+                        api.remove_container(container["Id"], force=True)
+                        removed += 1
+        except _Infra as exc:
+            raise EngineUnavailableError(f"cannot remove deepgym's containers: {exc.reason}. Fix: start the Docker "
+                                         f"engine (scripts/install-docker-engine.sh on Debian) or point "
+                                         f"DOCKER_HOST at it") from None
         return removed
 
     def close(self) -> None:
         if self._api is None:
             return
-        with contextlib.suppress(_Infra):
+        with contextlib.suppress(EngineUnavailableError):
             self.cleanup()
         self._api.close()
         self._api = None

@@ -10,7 +10,6 @@ import warnings
 
 import pytest
 
-pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
 from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop  # noqa: E402

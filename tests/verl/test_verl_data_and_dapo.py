@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
 from hydra import compose, initialize_config_dir  # noqa: E402

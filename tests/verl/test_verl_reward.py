@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
 
 import numpy as np  # noqa: E402
