@@ -14,7 +14,7 @@ export VENV
 want_verl=0
 [ "${1:-}" = "--verl" ] && want_verl=1
 
-base_requirements="docker>=7.0 pyyaml>=6.0 pytest>=8.0 hatchling editables"
+base_requirements="docker>=7.0 pyyaml>=6.0 pytest>=8.0 hypothesis>=6.0 hatchling editables"
 # verl's extras pull CUDA builds: install CPU torch first, then verl itself and the few modules it imports lazily.
 verl_requirements="verl==0.9.1 cachetools uvicorn fastapi TransferQueue pandas pyarrow"
 
