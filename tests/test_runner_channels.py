@@ -195,6 +195,12 @@ def test_a_lone_surrogate_in_a_diff_is_invalid() -> None:
     assert isinstance(fault, Fault) and fault.error_type == "invalid_patch"
 
 
+def test_a_diff_of_too_many_files_is_invalid() -> None:
+    many = "".join(f"diff --git a/f{i} b/f{i}\nnew file mode 100644\n" for i in range(channels.MAX_DIFF_FILES + 1))
+    assert isinstance(channels.diff(many, 64 << 20), Fault)
+    assert not isinstance(channels.diff(many.split(f"diff --git a/f{channels.MAX_DIFF_FILES} ")[0], 64 << 20), Fault)
+
+
 @FUZZ
 @given(text=st.one_of(any_text, st.lists(any_text, max_size=50).map("".join)))
 def test_program_source(text: str) -> None:

@@ -11,11 +11,11 @@ runner's own bugs, past these functions, may become ``verifier_error``.
 | channel | boundary | refused as |
 |---|---|---|
 | the diff text | :func:`diff` | ``invalid_patch`` (``test_infra_tampering`` for quoted paths) |
-| a program's source | :func:`source` | ``solution_error`` |
+| a program's source (and a diff's bytes) | :func:`source` | ``solution_error`` (``invalid_patch``) |
 | a worker's reply | :func:`worker_reply` | ``solution_error``, ``solution_oom``, ``output_limit_exceeded`` |
 | the pytest results channel | :func:`test_results` | ``solution_error`` |
 | a program's output | :func:`program_output` | ``wrong_answer`` |
-| values shown in the report | :func:`shown`, :func:`plain` | never: always a bounded, valid string |
+| values shown in the report | :func:`shown`, :func:`plain`, :func:`head` | never: always a bounded, valid string |
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ MAX_RESULT_LINE = 64 << 10
 # setup, call and teardown: a test reported more often than this is not reported by the plugin.
 MAX_REPORTS_PER_TEST = 8
 MAX_PATH_PARTS = 16
+# A fix touching more files than this is not a fix; the parser would hold them all in memory.
+MAX_DIFF_FILES = 1000
 # The only error types a worker may claim: it is the submission's process, so anything else is a lie.
 WORKER_ERROR_TYPES = ("solution_error", "solution_oom")
 
@@ -189,7 +191,7 @@ def _parse_diff(text: str) -> list[FilePatch]:
     headers = False  # the current file has its ---/+++ lines
     lines = text.split("\n")
     i = 0
-    while i < len(lines):
+    while i < len(lines) and len(files) <= MAX_DIFF_FILES:
         line = lines[i]
         git_header = _GIT_HEADER.match(line)
         if git_header:
@@ -231,6 +233,8 @@ def _parse_diff(text: str) -> list[FilePatch]:
         i += 1
     if not files:
         raise _Refused("invalid_patch", "the response contains no unified diff (no ---/+++ or diff --git header)")
+    if len(files) > MAX_DIFF_FILES:
+        raise _Refused("invalid_patch", f"the diff touches more than {MAX_DIFF_FILES} files")
     for patch in files:
         if patch.binary:
             raise _Refused("invalid_patch", f"binary patches are not accepted ({', '.join(patch.paths)[:200]})")
