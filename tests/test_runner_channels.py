@@ -77,13 +77,14 @@ def json_lines(draw: st.DrawFn, objects: st.SearchStrategy[Any]) -> bytes:
 
 
 def _report_safe(*texts: Any) -> None:
-    """What the report shows must be plain strings its strict JSON (and any UTF-8 consumer) accepts."""
+    """What the report shows must be printable strings (newlines and tabs aside) that its strict JSON and
+    any UTF-8 consumer accept."""
     for text in texts:
         assert text is None or isinstance(text, str)
     json.dumps(list(texts), allow_nan=False).encode("utf-8")
     for text in texts:
         if text is not None:
-            text.encode("utf-8")
+            assert text.replace("\n", "").replace("\t", "").isprintable(), repr(text)
 
 
 def _charged(fault: Fault) -> None:
@@ -252,3 +253,8 @@ def test_values_shown_in_the_report(value: Any, limit: int) -> None:
     for text in (channels.shown(value, limit), channels.plain(value, limit)):
         assert len(text) <= limit
         _report_safe(text)
+
+
+def test_control_characters_are_shown_not_obeyed() -> None:
+    assert channels.plain("a\x1b[2J\x00\u202e\udc80\nb\tc") == "a\\x1b[2J\\x00\\u202e\\udc80\nb\tc"
+    assert channels.head(b"\xff\x1b[31m ok") == "\ufffd\\x1b[31m ok"

@@ -15,7 +15,7 @@ runner's own bugs, past these functions, may become ``verifier_error``.
 | a worker's reply | :func:`worker_reply` | ``solution_error``, ``solution_oom``, ``output_limit_exceeded`` |
 | the pytest results channel | :func:`test_results` | ``solution_error`` |
 | a program's output | :func:`program_output` | ``wrong_answer`` |
-| values shown in the report | :func:`shown`, :func:`plain`, :func:`head` | never: always a bounded, valid string |
+| values shown in the report | :func:`shown`, :func:`plain`, :func:`head` | never: a bounded, printable string |
 """
 
 from __future__ import annotations
@@ -52,9 +52,16 @@ class Fault:
 
 # ---------------------------------------------------------------------------------------------------- the report
 
+def _visible(char: str) -> str:
+    """A character as a reader sees it: control and format characters (ANSI escapes, NUL, bidi overrides,
+    U+2028) and lone surrogates spelled as Python escapes, so a log or terminal shows them instead of obeying."""
+    return char if char.isprintable() or char in "\n\t" else repr(char)[1:-1]
+
+
 def _bounded(raw: str, limit: int) -> str:
-    """``raw`` cut to ``limit`` characters, lone surrogates spelled out so that the string is valid Unicode."""
-    clean = raw[: limit + 1].encode("utf-8", "backslashreplace").decode("utf-8")
+    """``raw`` with every character visible (see :func:`_visible`), cut to ``limit`` characters."""
+    cut = raw[: limit + 1]
+    clean = cut if cut.isprintable() else "".join(map(_visible, cut))
     if len(clean) <= limit:
         return clean
     return clean[: limit - 3] + "..." if limit >= 3 else clean[:limit]
@@ -76,8 +83,7 @@ def plain(value: Any, limit: int = ERROR_CHARS) -> str:
 
 def head(data: bytes, limit: int = SUMMARY_CHARS) -> str:
     """The start of a byte stream (a program's input or output) as text for the report."""
-    text = data[:limit].decode("utf-8", "replace")
-    return text + ("..." if len(data) > limit else "")
+    return _bounded(data[:limit].decode("utf-8", "replace"), limit) + ("..." if len(data) > limit else "")
 
 
 # ---------------------------------------------------------------------------------------------------- source text
