@@ -8,7 +8,7 @@ Steps, and who does them:
 
 1. The runner parses the diff (:func:`channels.diff`, pure Python, counting hunk lines as git does). Not
    valid Unicode, not a unified diff, a header split from its partner, another diff format, a line count over
-   9 digits, a path over 16 levels deep -> ``invalid_patch``. Touching test
+   9 digits, a path over 16 levels deep, more than 1000 files -> ``invalid_patch``. Touching test
    infrastructure -> ``test_infra_tampering``: test files and folders, ``conftest.py`` anywhere (new ones
    too), ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, ``setup.py``, ``setup.cfg``, ``tox.ini``,
    ``pytest.ini``, the ``.git`` folder, symlinks, file-mode changes and paths that leave the repository.
