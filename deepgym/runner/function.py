@@ -22,30 +22,25 @@ import sys
 from types import ModuleType
 from typing import Any, Callable
 
+from .channels import Fault, Reply, shown, worker_reply
 from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, failure
 
-SUMMARY_CHARS = 200
-# The only error types a worker may claim: it is the submission's process, so anything else is a lie.
-WORKER_ERROR_TYPES = ("solution_error", "solution_oom")
 
-
-def summarize(value: Any) -> str:
-    """A short, safe rendering of a plain value for case reports."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 3] + "..."
+def _finite(number: int | float) -> bool:
+    """Whether ``number`` converts to a finite float (an int past 1.8e308 would overflow math.isclose)."""
+    return abs(number) <= sys.float_info.max
 
 
 def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
     """Structural equality of JSON values. Booleans only equal booleans; numbers compare by value, with
-    ``tolerance`` (relative and absolute) for floats when given."""
+    ``tolerance`` (relative and absolute) for floats when given and both are finite (Python compares the
+    rest exactly). Recurses as deep as the shallower value; replies are at most MAX_DEPTH deep."""
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-        if tolerance is not None and (isinstance(expected, float) or isinstance(actual, float)):
+        if tolerance is not None and (isinstance(expected, float) or isinstance(actual, float)) and \
+                _finite(expected) and _finite(actual):
             return math.isclose(expected, actual, rel_tol=tolerance, abs_tol=tolerance)
         return expected == actual
     if isinstance(expected, list) and isinstance(actual, list):
@@ -53,10 +48,6 @@ def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
     if isinstance(expected, dict) and isinstance(actual, dict):
         return expected.keys() == actual.keys() and all(equal(expected[k], actual[k], tolerance) for k in expected)
     return type(expected) is type(actual) and expected == actual
-
-
-def worker_error_type(value: Any) -> str:
-    return value if value in WORKER_ERROR_TYPES else "solution_error"
 
 
 class Worker:
@@ -88,26 +79,21 @@ class Worker:
         self.process.close()
 
 
-def _reply(outcome: Outcome, doing: str, limits: Limits) -> tuple[dict[str, Any] | None, tuple[str, str] | None]:
-    """The decoded reply, or the (error_type, message) saying why there is none."""
+def _reply(outcome: Outcome, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
+    """The reply to loading (``call_id`` None) or to a call, or the fault that there is none."""
     if outcome.kind != "line":
-        return None, failure(outcome, doing, limits)
-    try:
-        reply = json.loads(outcome.line)
-    except (ValueError, RecursionError):
-        reply = None
-    if not isinstance(reply, dict):
-        return None, ("solution_error", f"the worker's reply while {doing} was not a JSON object")
-    return reply, None
+        return Fault(*failure(outcome, doing, limits))
+    return worker_reply(outcome.line, call_id, limits.output_kb * 1024)
 
 
 def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tuple[str, str, str],
               hello: dict[str, Any], cases: list[dict[str, Any]], request_of: Callable[[dict], dict],
-              judge_reply: Callable[[dict, dict, Usage], dict], fail: Callable[[dict, str, str, Usage | None], dict],
+              judge_reply: Callable[[dict, Reply, Usage], dict], fail: Callable[[dict, str, str, Usage | None], dict],
               on_in_play: Callable[[], None], fail_fast: bool) -> list[dict[str, Any]]:
     """Drive a worker through ``cases``: load it with ``hello``, send ``request_of(case)`` for each case and
     judge each reply in the runner. A worker that dies or runs out of time fails its case and is replaced;
-    one that cannot load fails every remaining case the same way. ``worker_args`` is (mode, path, cwd)."""
+    one that cannot load fails every remaining case the same way. ``worker_args`` is (mode, path, cwd).
+    Replies pass :func:`channels.worker_reply`, so ``judge_reply`` gets plain, bounded data only."""
     results: list[dict[str, Any]] = []
     worker: Worker | None = None
     in_play = False
@@ -127,22 +113,18 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                 worker = Worker(sandbox, limits, *worker_args)
                 loaded = worker.call(hello, limits, cpu_limit)
                 budget.spend(loaded.usage)
-                ready, problem = _reply(loaded, "loading the submission", limits)
-                if problem is None and ready.get("event") != "ready":
-                    problem = (worker_error_type(ready.get("error_type")), str(ready.get("error"))[:2000])
-                if problem is not None:
+                ready = _reply(loaded, "loading the submission", None, limits)
+                if isinstance(ready, Fault):
                     # Loading is deterministic: every remaining case would fail the same way.
                     remaining = [case] if fail_fast else cases[index:]
-                    results.extend(fail(c, *problem, loaded.usage) for c in remaining)
+                    results.extend(fail(c, ready.error_type, ready.message, loaded.usage) for c in remaining)
                     break
             call_id = secrets.token_hex(8)
             outcome = worker.call({"id": call_id, **request_of(case)}, limits, cpu_limit)
             budget.spend(outcome.usage)
-            reply, problem = _reply(outcome, "running the case", limits)
-            if problem is None and reply.get("id") != call_id:
-                problem = ("solution_error", "the worker's reply did not answer this call")
-            if problem is not None:
-                results.append(fail(case, *problem, outcome.usage))
+            reply = _reply(outcome, "running the case", call_id, limits)
+            if isinstance(reply, Fault):
+                results.append(fail(case, reply.error_type, reply.message, outcome.usage))
                 worker.close()
                 sandbox.kill_all()
                 worker = None
@@ -176,24 +158,24 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     tolerance = getattr(hidden, "FLOAT_TOLERANCE", None)
 
     def fail(case: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
-        return {"id": case["id"], "passed": False, "input": summarize(case["args"]),
-                "expected": summarize(case["expected"]), "actual": None, "error_type": error_type,
+        return {"id": case["id"], "passed": False, "input": shown(case["args"]),
+                "expected": shown(case["expected"]), "actual": None, "error_type": error_type,
                 "error": error, "cpu_s": round(usage.cpu_s, 4) if usage else 0.0}
 
-    def judge_reply(case: dict, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
-        result = {"id": case["id"], "input": summarize(case["args"]), "expected": summarize(case["expected"]),
+    def judge_reply(case: dict, reply: Reply, usage: Usage) -> dict[str, Any]:
+        result = {"id": case["id"], "input": shown(case["args"]), "expected": shown(case["expected"]),
                   "cpu_s": round(usage.cpu_s, 4)}
-        if not reply.get("ok"):
-            return {**result, "passed": False, "actual": None, "error_type": worker_error_type(reply.get("error_type")),
-                    "error": str(reply.get("error"))[:2000]}
-        actual = reply.get("value")
+        if not reply["ok"]:
+            return {**result, "passed": False, "actual": None, "error_type": reply["error_type"],
+                    "error": reply["error"]}
+        actual = reply["value"]
         error = None
         try:
             passed = bool(check(case["args"], case["expected"], actual)) if check else equal(case["expected"], actual,
                                                                                               tolerance)
         except Exception as exc:  # noqa: BLE001 - a value the checker cannot handle is a wrong value
             passed, error = False, f"the checker rejected the value: {type(exc).__name__}"
-        return {**result, "passed": passed, "actual": summarize(actual),
+        return {**result, "passed": passed, "actual": shown(actual),
                 "error_type": None if passed else "wrong_answer", "error": error}
 
     budget = Budget(request.limits)

@@ -6,8 +6,9 @@ by path in the repository, restored after the patch), ``spec.json`` with the ``f
 
 Steps, and who does them:
 
-1. The runner parses the diff (pure Python, counting hunk lines as git does). Not a unified diff, a header
-   split from its partner, another diff format, a path over 16 levels deep -> ``invalid_patch``. Touching test
+1. The runner parses the diff (:func:`channels.diff`, pure Python, counting hunk lines as git does). Not
+   valid Unicode, not a unified diff, a header split from its partner, another diff format, a line count over
+   9 digits, a path over 16 levels deep, more than 1000 files -> ``invalid_patch``. Touching test
    infrastructure -> ``test_infra_tampering``: test files and folders, ``conftest.py`` anywhere (new ones
    too), ``sitecustomize.py``, ``usercustomize.py``, ``*.pth``, ``setup.py``, ``setup.cfg``, ``tox.ini``,
    ``pytest.ini``, the ``.git`` folder, symlinks, file-mode changes and paths that leave the repository.
@@ -34,149 +35,27 @@ import json
 import math
 import os
 import posixpath
-import re
 import shutil
 import stat
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from . import channels
+from .channels import Fault, FilePatch, Reply, plain, shown
+from .function import equal, run_calls
 from .protocol import Limits
-from .function import equal, run_calls, summarize
 from .sandbox import APPLIER_UID, Budget, Sandbox, Supervised, Usage, failure
 
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
-_EXTENDED = ("index ", "similarity index ", "dissimilarity index ", "rename from ", "rename to ", "copy from ",
-             "copy to ", "old mode ", "new mode ", "new file mode ", "deleted file mode ")
-# Lines that GNU patch would read as file names or another diff format: refused, so that nothing can reach
-# the applier that this parser did not see.
-_FOREIGN = ("Index: ", "Prereq: ", "*** ", "***************", "==== ")
 TEST_CONFIG_FILES = {"setup.py", "setup.cfg", "tox.ini", "pytest.ini", "noxfile.py"}
 LOADED_BY_TESTS = {"conftest.py", "sitecustomize.py", "usercustomize.py"}
 FILE_MODES = {"100644", "100755"}
-MAX_PATH_PARTS = 16
 MAX_TREE_ENTRIES = 20_000
 
 
 class Rejected(Exception):
-    """The diff or the tree it produced is refused; ``error_type`` says why (always the submission's fault)."""
-
-    def __init__(self, error_type: str, message: str):
-        super().__init__(message)
-        self.error_type = error_type
-
-
-@dataclass
-class FilePatch:
-    paths: list[str] = field(default_factory=list)
-    modes: list[str] = field(default_factory=list)
-    mode_change: bool = False
-    renamed: bool = False
-    binary: bool = False
-    hunks: int = 0
-
-
-def _strip_prefix(raw: str) -> str | None:
-    """A diff path as it lands in the repository with -p1, or None for /dev/null."""
-    raw = raw.split("\t")[0].strip()
-    if raw == "/dev/null":
-        return None
-    if raw.startswith('"'):
-        raise Rejected("test_infra_tampering", f"quoted path {raw} (unusual characters) is not accepted")
-    parts = raw.split("/", 1)
-    if len(parts) != 2 or not parts[1]:
-        raise Rejected("invalid_patch", f"path {raw!r} has no a/ or b/ prefix to strip (-p1)")
-    return parts[1]
-
-
-def _hunk_end(lines: list[str], start: int, old: int, new: int) -> int:
-    """The index after a hunk body that holds ``old`` old-side and ``new`` new-side lines (as git counts)."""
-    i = start
-    while old > 0 or new > 0:
-        if i >= len(lines) and old == new:
-            break  # trailing blank context lines, trimmed with the response's trailing whitespace (git accepts it)
-        if i >= len(lines):
-            raise Rejected("invalid_patch", "a hunk ends before the line counts in its header are reached")
-        line = lines[i]
-        kind = line[:1] if line else " "
-        if kind == " ":
-            old, new = old - 1, new - 1
-        elif kind == "-":
-            old -= 1
-        elif kind == "+":
-            new -= 1
-        elif kind != "\\":
-            raise Rejected("invalid_patch", f"line {i + 1} inside a hunk starts with neither space, + nor -: "
-                                            f"{line[:80]!r}")
-        i += 1
-    while i < len(lines) and lines[i].startswith("\\"):
-        i += 1
-    return i
-
-
-def parse_diff(text: str) -> list[FilePatch]:
-    """The files a unified diff touches, parsed as strictly as git does. Raises Rejected(invalid_patch)."""
-    files: list[FilePatch] = []
-    current: FilePatch | None = None
-    headers = False  # the current file has its ---/+++ lines
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _GIT_HEADER.match(line):
-            current, headers = FilePatch(), False
-            files.append(current)
-            match = _GIT_HEADER.match(line)
-            current.paths += [p for p in (_strip_prefix(match[1]), _strip_prefix(match[2])) if p]
-        elif line.startswith("--- "):
-            if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
-                raise Rejected("invalid_patch", f"line {i + 1}: a '--- ' file header without its '+++ ' line")
-            if current is None or headers:
-                current = FilePatch()
-                files.append(current)
-            headers = True
-            current.paths += [p for p in (_strip_prefix(line[4:]), _strip_prefix(lines[i + 1][4:])) if p]
-            i += 1
-        elif line.startswith("+++ "):
-            raise Rejected("invalid_patch", f"line {i + 1}: a '+++ ' file header without its '--- ' line")
-        elif line.startswith("@@"):
-            match = _HUNK.match(line)
-            if current is None or not headers or match is None:
-                raise Rejected("invalid_patch", f"line {i + 1} is not a valid hunk header or has no file header: "
-                                                f"{line[:80]!r}")
-            old, new = (int(n) if n is not None else 1 for n in match.groups())
-            current.hunks += 1
-            i = _hunk_end(lines, i + 1, old, new)
-            continue
-        elif line.startswith(_FOREIGN):
-            raise Rejected("invalid_patch", f"line {i + 1} belongs to another diff format: {line[:80]!r}")
-        elif current is not None and line.startswith(_EXTENDED):
-            if line.startswith(("old mode ", "new mode ")):
-                current.mode_change = True
-            if line.startswith(("new file mode ", "deleted file mode ", "old mode ", "new mode ")):
-                current.modes.append(line.split()[-1])
-            if line.startswith(("rename ", "copy ")):
-                current.renamed = True
-                current.paths.append(line.split(" ", 2)[2])
-        elif current is not None and (line.startswith("GIT binary patch") or line.startswith("Binary files ")):
-            current.binary = True
-        i += 1
-    if not files:
-        raise Rejected("invalid_patch", "the response contains no unified diff (no ---/+++ or diff --git header)")
-    for patch in files:
-        if patch.binary:
-            raise Rejected("invalid_patch", f"binary patches are not accepted ({', '.join(patch.paths)})")
-        if not patch.paths:
-            raise Rejected("invalid_patch", "a file header names no file")
-        if not patch.hunks and not patch.modes and not patch.renamed:
-            raise Rejected("invalid_patch", f"the diff for {patch.paths[0]} has no hunks")
-        for path in patch.paths:
-            if path.count("/") >= MAX_PATH_PARTS:
-                raise Rejected("invalid_patch", f"path {path[:100]!r}... is more than {MAX_PATH_PARTS} levels deep")
-    return files
+    """The tree the diff produced is refused as tampering; the message says why."""
 
 
 def tampering(files: list[FilePatch], protected: set[str]) -> str | None:
@@ -229,7 +108,7 @@ def _tree(root: Path) -> dict[str, bytes | str]:
         with os.scandir(folder) as listing:
             for entry in listing:
                 if len(entries) >= MAX_TREE_ENTRIES:
-                    raise Rejected("test_infra_tampering", f"the patched tree has more than {MAX_TREE_ENTRIES} entries")
+                    raise Rejected(f"the patched tree has more than {MAX_TREE_ENTRIES} entries")
                 relative = os.path.relpath(entry.path, root)
                 if entry.is_symlink():
                     entries[relative] = "symlink"
@@ -267,8 +146,8 @@ def _bytes(value: bytes | str | None) -> bytes | None:
     return value if isinstance(value, bytes) else None
 
 
-def _stage(env_dir: str, scratch_root: str, diff: str) -> Path:
-    """A root-owned copy of repo/ and hidden/ that the applier can read, plus the diff."""
+def _stage(env_dir: str, scratch_root: str, diff: bytes) -> Path:
+    """A root-owned copy of repo/ and hidden/ that the applier can read, plus the diff's bytes."""
     stage = Path(tempfile.mkdtemp(prefix="stage-", dir=scratch_root))
     for name in ("repo", "hidden"):
         source = Path(env_dir, name)
@@ -276,7 +155,7 @@ def _stage(env_dir: str, scratch_root: str, diff: str) -> Path:
             shutil.copytree(source, stage / name, symlinks=True)
         else:
             (stage / name).mkdir()
-    (stage / "patch.diff").write_text(diff if diff.endswith("\n") else diff + "\n")
+    (stage / "patch.diff").write_bytes(diff)
     for root, _dirs, names in os.walk(stage):
         os.chmod(root, 0o755)
         for name in names:
@@ -309,7 +188,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
                                         probes, budget)
     except _RunFailed as failed:
         first = {"id": everything[0][1], "passed": False, "input": everything[0][0], "expected": "passed",
-                 "actual": None, "error_type": failed.error_type, "error": str(failed)[:2000],
+                 "actual": None, "error_type": failed.error_type, "error": plain(str(failed)),
                  "cpu_s": round(budget.usage.cpu_s, 4)}
         results = [first] if fail_fast else [first] + [{**first, "id": node, "input": group}
                                                        for group, node in everything[1:]]
@@ -322,15 +201,15 @@ def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, scratch_root:
     limits: Limits = request.limits
     hidden_root = Path(env_dir, "hidden")
     protected = {str(p.relative_to(hidden_root)) for p in hidden_root.rglob("*") if p.is_file()}
-    try:
-        files = parse_diff(request.submission)
-        reason = tampering(files, protected)
-    except Rejected as exc:
-        raise _RunFailed(exc.error_type, str(exc)) from None
+    diff = channels.diff(request.submission, limits.tmpfs_mb << 20)
+    if isinstance(diff, Fault):
+        raise _RunFailed(diff.error_type, diff.message)
+    files = diff.files
+    reason = tampering(files, protected)
     if reason is not None:
         raise _RunFailed("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
 
-    stage = _stage(env_dir, scratch_root, request.submission)
+    stage = _stage(env_dir, scratch_root, diff.data)
     work = Path(scratch_root, f"work-{os.urandom(6).hex()}")
     on_in_play()
     try:
@@ -395,31 +274,20 @@ def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[
     budget.spend(outcome.usage)
     if outcome.kind != "exited":
         raise _RunFailed(*failure(outcome, "running the tests", limits))
-    events = []
-    for line in bytes(run.channel).splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            raise _RunFailed("solution_error", "the test run wrote garbage on the results channel") from None
-        if isinstance(event, dict):
-            events.append(event)
-    finished = [e for e in events if e.get("event") == "finished"]
-    if not any(e.get("event") == "collected" for e in events) or not finished:
+    report = channels.test_results(bytes(run.channel), {node for _, node in listed})
+    if isinstance(report, Fault):
+        raise _RunFailed(report.error_type, report.message)
+    if not report.collected or report.exitstatus is None:
         raise _RunFailed("solution_error", f"the test suite never ran to the end (pytest {outcome.detail}); "
                          f"output: {run.text('stdout')[-500:]}")
-    if finished[-1].get("exitstatus") != outcome.exit_code:
+    if report.exitstatus != outcome.exit_code:
         raise _RunFailed("solution_error", f"pytest's exit status ({outcome.exit_code}) disagrees with its report "
-                         f"({finished[-1].get('exitstatus')})")
-    reports: dict[str, list[dict[str, Any]]] = {}
-    for event in events:
-        if event.get("event") == "test":
-            reports.setdefault(str(event.get("nodeid")), []).append(event)
+                         f"({report.exitstatus})")
     results = []
     for group, node in listed:
-        node_reports = reports.get(node, [])
-        passed = any(r.get("when") == "call" and r.get("outcome") == "passed" for r in node_reports) and \
-            not any(r.get("outcome") != "passed" for r in node_reports)
-        actual = "not run" if not node_reports else ", ".join(f"{r.get('when')} {r.get('outcome')}" for r in node_reports)
+        node_reports = report.reports.get(node, [])
+        passed = ("call", "passed") in node_reports and all(state == "passed" for _, state in node_reports)
+        actual = "not run" if not node_reports else ", ".join(f"{when} {state}" for when, state in node_reports)
         results.append({"id": node, "passed": passed, "input": group, "expected": "passed", "actual": actual,
                         "error_type": None if passed else "tests_failed",
                         "error": None if node_reports else "the test was not run", "cpu_s": 0.0})
@@ -436,14 +304,14 @@ def _run_probes(sandbox: Sandbox, limits: Limits, repo: Path, probes: dict[str, 
 
     def result(probe: dict, passed: bool, actual: Any, error_type: str | None, error: str | None,
                usage: Usage | None) -> dict[str, Any]:
-        return {"id": f"probe:{probe['id']}", "passed": passed, "input": summarize(probe["expr"]),
-                "expected": summarize(probe["expected"]), "actual": None if actual is None else summarize(actual),
+        return {"id": f"probe:{probe['id']}", "passed": passed, "input": shown(probe["expr"]),
+                "expected": shown(probe["expected"]), "actual": None if actual is None else shown(actual),
                 "error_type": error_type, "error": error, "cpu_s": round(usage.cpu_s, 4) if usage else 0.0}
 
-    def judge_reply(probe: dict, reply: dict[str, Any], usage: Usage) -> dict[str, Any]:
-        actual = reply.get("value") if reply.get("ok") else {"raises": str(reply.get("raises"))}
+    def judge_reply(probe: dict, reply: Reply, usage: Usage) -> dict[str, Any]:
+        actual = reply["value"] if reply["ok"] else {"raises": reply["raises"]}
         passed = equal(probe["expected"], actual, None)
-        error = None if passed or reply.get("ok") else str(reply.get("error"))[:500]
+        error = None if passed or reply["ok"] else reply["error"][:500]
         return result(probe, passed, actual, None if passed else "tests_failed", error, usage)
 
     def fail(probe: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:

@@ -2,8 +2,7 @@
 
 The hidden tests are ``cases/<id>.in`` and ``cases/<id>.out`` in the environment's directory, run in sorted
 order, and an optional ``config.json`` with ``{"float_tolerance": 1e-6}``. Outputs are compared token by
-token (whitespace-separated); with a tolerance, two tokens that both parse as numbers may differ by that much,
-absolutely or relatively. A non-zero exit status fails the case even when the output is right.
+token (:func:`channels.program_output`). A non-zero exit status fails the case even when the output is right.
 """
 
 from __future__ import annotations
@@ -17,38 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from .channels import Fault, head, plain, program_output, source
 from .protocol import Limits
 from .sandbox import Budget, Sandbox, Supervised, failure
-
-SUMMARY_BYTES = 200
-
-
-def _head(data: bytes) -> str:
-    text = data[:SUMMARY_BYTES].decode("utf-8", "replace")
-    return text + ("..." if len(data) > SUMMARY_BYTES else "")
-
-
-def _number(token: bytes) -> float | None:
-    try:
-        value = float(token)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def same_tokens(expected: bytes, actual: bytes, tolerance: float | None) -> bool:
-    want, got = expected.split(), actual.split()
-    if len(want) != len(got):
-        return False
-    for a, b in zip(want, got):
-        if a == b:
-            continue
-        if tolerance is None:
-            return False
-        x, y = _number(a), _number(b)
-        if x is None or y is None or not math.isclose(x, y, rel_tol=tolerance, abs_tol=tolerance):
-            return False
-    return True
 
 
 def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
@@ -58,11 +28,16 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     config_path = Path(env_dir, "config.json")
     tolerance = json.loads(config_path.read_text()).get("float_tolerance") if config_path.exists() else None
     inputs = sorted(Path(env_dir, "cases").glob("*.in"))
+    code = source(request.submission, "solution_error", limits.tmpfs_mb << 20)
+    if isinstance(code, Fault):
+        first = {"id": inputs[0].stem if inputs else "", "passed": False, "input": None, "expected": None,
+                 "actual": None, "error_type": code.error_type, "error": code.message, "cpu_s": 0.0}
+        return [first], len(inputs), 0.0
     # The program lives in a directory the submission's user can read but not change.
     code_dir = tempfile.mkdtemp(prefix="program-", dir=scratch_root)
     os.chmod(code_dir, 0o755)
     script = Path(code_dir, "solution.py")
-    script.write_text(request.submission)
+    script.write_bytes(code)
     script.chmod(0o644)
     results: list[dict[str, Any]] = []
     budget = Budget(limits)
@@ -71,8 +46,9 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
         for case_in in inputs:
             case_id = case_in.stem
             expected = case_in.with_suffix(".out").read_bytes()
-            input_head = _head(case_in.read_bytes()[:SUMMARY_BYTES + 1])
-            result = {"id": case_id, "input": input_head, "expected": _head(expected), "actual": None}
+            with open(case_in, "rb") as f:
+                input_head = head(f.read(1 << 10))
+            result = {"id": case_id, "input": input_head, "expected": head(expected), "actual": None}
             exhausted = budget.used_up()
             if exhausted is not None:
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
@@ -105,14 +81,15 @@ def _run_case(sandbox: Sandbox, budget: Budget, script: Path, code_dir: str, cas
         sandbox.kill_all()
     budget.spend(outcome.usage)
     actual = bytes(process.kept["stdout"])
-    result = {**result, "actual": _head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
+    result = {**result, "actual": head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
     if outcome.kind != "exited":
         error_type, error = failure(outcome, "running the program", limits)
     elif outcome.exit_code != 0:
         stderr = process.text("stderr").strip().splitlines()
-        error_type, error = "solution_error", f"the program {outcome.detail}" + (f": {stderr[-1]}" if stderr else "")
-    elif not same_tokens(expected, actual, tolerance):
-        error_type, error = "wrong_answer", None
+        error_type, error = "solution_error", f"the program {outcome.detail}" + (f": {plain(stderr[-1])}" if stderr else "")
     else:
-        return {**result, "passed": True, "error_type": None, "error": None}
+        wrong = program_output(expected, actual, tolerance)
+        if wrong is None:
+            return {**result, "passed": True, "error_type": None, "error": None}
+        error_type, error = wrong.error_type, wrong.message
     return {**result, "passed": False, "error_type": error_type, "error": error}

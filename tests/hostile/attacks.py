@@ -1055,8 +1055,8 @@ attack("nan-and-infinity", FUNCTION_ENV, "rigged values",
        ("wrong_answer",))
 
 attack("deeply-nested-reply", FUNCTION_ENV, "rigged values",
-       "Return a list nested 980 deep, near the edge of what the runner's JSON parser accepts, so the runner must "
-       "both parse and re-encode it for the report.",
+       "Return a list nested 980 deep, near the edge of what a JSON parser on the runner's stack accepts (the "
+       "runner refuses replies nested more than 64 levels instead of parsing and re-encoding them).",
        fenced(_code('''
            import sys
            sys.setrecursionlimit(100000)
@@ -1066,9 +1066,7 @@ attack("deeply-nested-reply", FUNCTION_ENV, "rigged values",
                    value = [value]
                return value
        ''')),
-       ("wrong_answer", "solution_error"),
-       why="whether 980 levels fit the runner's recursion limit depends on its stack depth: parsed, it is a "
-           "wrong answer; refused, a reply that is not JSON (solution_error)")
+       ("solution_error",))
 
 attack("huge-int-reply", FUNCTION_ENV, "rigged values",
        "Lift the int-to-str digit limit in the worker and return a 20001-digit integer, past the runner's "
@@ -1490,6 +1488,148 @@ attack("patch-forge-results-every-fd", PATCH_ENV, "patch",
        ''')),
        ("tests_failed", "solution_error", "test_infra_tampering"),
        why="pytest reports every test passed, but the hidden probes run in a separate process and catch the unfixed code")
+
+# ============================================================================================ channels
+# Each channel the submission controls has one boundary in deepgym/runner/channels.py; what it refuses is the
+# submission's fault, never "no verdict". These attacks feed each boundary what a parser chokes on.
+
+# The current call's id (from the worker's frames) and raw lines on the worker's reply pipe (the last argument).
+RAW_REPLY = _code("""
+    import json as _json, os as _os, sys as _sys, threading as _threading
+    def _call_id():
+        frame = _sys._getframe(1)
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                if isinstance(value, dict) and "id" in value and "args" in value:
+                    return value["id"]
+            frame = frame.f_back
+        return "unknown"
+    def _nested(depth):
+        return "[" * depth + "]" * depth
+    def _raw_reply(*lines):
+        for line in lines:
+            _os.write(int(_sys.argv[-1]), line + b"\\n")
+        _threading.Event().wait()
+""")
+
+attack("reply-nested-error-right-id", FUNCTION_ENV, "channels",
+       "Write the worker's reply itself, with the right call id, ok false, a forged error type and an error and "
+       "exception name nested 300 deep (str() of them would recurse in the runner).",
+       fenced(RAW_REPLY + _code("""
+           def coin_change(coins, amount):
+               _raw_reply(('{"id": %s, "ok": false, "error_type": "verifier_error", "error": %s, "raises": %s}'
+                           % (_json.dumps(_call_id()), _nested(300), _nested(300))).encode())
+       """)),
+       ("solution_error",))
+
+attack("reply-memory-bomb", FUNCTION_ENV, "channels",
+       "Reply, with the right id, a 15 MiB line of empty lists ([[],[],...]): parsed, 5 million lists would take "
+       "the runner's memory.",
+       fenced(RAW_REPLY + _code("""
+           def coin_change(coins, amount):
+               _raw_reply(b'{"id": ' + _json.dumps(_call_id()).encode() + b', "ok": true, "value": ['
+                          + b"[]," * (5 << 20) + b"[]]}")
+       """)),
+       ("output_limit_exceeded",))
+
+attack("reply-invalid-utf8-interleaved", FUNCTION_ENV, "channels",
+       "Write raw bytes on the reply pipe: invalid UTF-8, then two replies (one with the right id) interleaved "
+       "byte by byte, then a JSON array, a truncated reply and a reply for another call.",
+       fenced(RAW_REPLY + _code("""
+           def coin_change(coins, amount):
+               right = _json.dumps({"id": _call_id(), "ok": True, "value": -1}).encode()
+               other = _json.dumps({"id": "0" * 16, "ok": True, "value": 3}).encode()
+               mixed = bytes(b for pair in zip(right, other) for b in pair)
+               _raw_reply(b"\\xff\\xfe\\xed\\xa0\\x80" + mixed, b"[1, 2, 3]", right[:20], other)
+       """)),
+       ("solution_error",))
+
+attack("load-error-nested", FUNCTION_ENV, "channels",
+       "At import, answer the load request itself with a load error claiming verifier_error, its message nested "
+       "500 deep, then exit.",
+       fenced(_code("""
+           import os, sys
+           os.write(int(sys.argv[-1]), b'{"event": "load_error", "error_type": "verifier_error", "error": '
+                    + b"[" * 500 + b"]" * 500 + b"}\\n")
+           os._exit(0)
+       """) + WRONG_COIN),
+       ("solution_error",))
+
+attack("report-hostile-strings", FUNCTION_ENV, "channels",
+       "Return a 512 KB string of lone surrogates, NUL, ANSI escapes, U+2028, bidi overrides and forged report "
+       "text: the report must show it as a short, valid string.",
+       fenced(_code("""
+           def coin_change(coins, amount):
+               return ("\\udc80\\ud800\\x00\\x1b[2J\\u2028\\u202e@@deepgym 0 {\\"score\\": 1.0}\\n" * 12000)[:1 << 19]
+       """)),
+       ("wrong_answer",))
+
+attack("report-hostile-exception-message", FUNCTION_ENV, "channels",
+       "Raise an exception whose message is lone surrogates, NUL, ANSI escapes and a forged report line.",
+       fenced(_code("""
+           def coin_change(coins, amount):
+               raise ValueError("\\udfff\\x00\\x1b[31m@@deepgym 0 {\\"event\\": \\"report\\"}\\ud800" * 300)
+       """)),
+       ("solution_error",))
+
+attack("function-lone-surrogate-source", FUNCTION_ENV, "channels",
+       "A correct solution with a lone surrogate (U+DC80) in a comment: the source has no UTF-8 form.",
+       fenced(RIGHT_COIN + "# \udc80\n" + "def coin_change(coins, amount):\n    return _right(coins, amount)\n"),
+       ("solution_error",))
+
+attack("program-lone-surrogate-source", PROGRAM_ENV, "channels",
+       "A correct program with a lone surrogate (U+DC80) in a comment: the source has no UTF-8 form.",
+       program_attack("""
+           import sys
+           # \udc80
+           sys.stdout.write(_right(sys.stdin.buffer.read()))
+       """),
+       ("solution_error",))
+
+attack("program-output-hostile-bytes", PROGRAM_ENV, "channels",
+       "Print invalid UTF-8, NUL, ANSI escapes, an encoded lone surrogate, nan and 1_0 around the right answer.",
+       program_attack("""
+           import sys
+           sys.stdout.buffer.write(b"\\xff\\xfe\\x00\\x1b[2J \\xed\\xa0\\x80 nan 1_0 " + _right(sys.stdin.buffer.read()).encode())
+       """),
+       ("wrong_answer",))
+
+attack("patch-lone-surrogate", PATCH_ENV, "channels",
+       "The reference fix plus a README line holding a lone surrogate (U+DC80): the diff has no UTF-8 form.",
+       patch_response(REFERENCE_DIFF + edit_diff("README.md", replace=("# plaincsv", "# plaincsv \udc80"))),
+       ("invalid_patch",))
+
+attack("patch-huge-line-count", PATCH_ENV, "channels",
+       "A hunk header whose line counts have 5000 digits (more than Python converts to an int by default).",
+       patch_response(f"--- a/README.md\n+++ b/README.md\n@@ -1,{'9' * 5000} +1,{'9' * 5000} @@\n-# plaincsv\n"
+                      "+# plaincsv (patched)\n"),
+       ("invalid_patch",))
+
+attack("patch-results-channel-deep-json", PATCH_ENV, "channels",
+       "The reference fix, plus a package __init__ that writes a JSON line nested 5000 deep on the pytest "
+       "results channel when the test run imports it.",
+       patch_response(REFERENCE_DIFF + edit_diff("plaincsv/__init__.py", append="""
+           import os as _os, sys as _sys
+           if _sys.argv[1:2] == ["pytest"]:
+               _os.write(int(_sys.argv[6]), b"[" * 5000 + b"\\n")
+       """)),
+       ("solution_error",))
+
+attack("patch-probe-replies-forged", PATCH_ENV, "channels",
+       "The reference fix, plus a package __init__ that, in the probe worker only, rewrites every probe reply to "
+       "a value and an exception name nested 300 deep.",
+       patch_response(REFERENCE_DIFF + edit_diff("plaincsv/__init__.py", append="""
+           import json as _json, sys as _sys
+           if _sys.argv[1:2] == ["probe"]:
+               _dumps = _json.dumps
+               def _forged(obj, *args, **kwargs):
+                   if isinstance(obj, dict) and "id" in obj:
+                       deep = "[" * 300 + "]" * 300
+                       return '{"id": %s, "ok": true, "value": %s, "raises": %s}' % (_dumps(obj["id"]), deep, deep)
+                   return _dumps(obj, *args, **kwargs)
+               _json.dumps = _forged
+       """)),
+       ("solution_error",))
 
 
 def by_id(attack_id: str) -> Attack:

@@ -77,7 +77,8 @@ def render(rows: list[dict[str, object]]) -> str:
         "",
         "Every attack must get a verdict (never *no verdict*), must not pass, must get its expected error type, "
         "and must leave no process or container behind. Attacks after a secret or an escape answer correctly only "
-        "if the breach worked, so a breach would show as a pass.",
+        "if the breach worked, so a breach would show as a pass. The `channels` attacks feed each boundary where "
+        "submission-controlled data enters the runner (`deepgym/runner/channels.py`) what a parser chokes on.",
         "",
         f"{len(rows)} attacks ({', '.join(f'{n} {c}' for c, n in categories.items())}); "
         f"{holding} hold, {len(rows) - holding} do not (marked **BREACH**, tracked as strict xfails).",

@@ -20,7 +20,7 @@ from deepgym.runner.protocol import ERROR_TYPES, is_scored
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "hostile-submissions.md"
 CATEGORIES = {"resources", "output", "signals", "secrets", "filesystem", "privileges", "network", "forgery", "exits",
-              "rigged values", "monkeypatching", "patch"}
+              "rigged values", "monkeypatching", "patch", "channels"}
 
 
 def _cases():
