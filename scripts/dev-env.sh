@@ -3,6 +3,8 @@
 #
 #   source scripts/dev-env.sh            deepgym and its test tools
 #   source scripts/dev-env.sh --verl     also verl 0.9.1 on CPU (torch 2.13.0 CPU build, ~2 GB, ~3 minutes once)
+#   source scripts/dev-env.sh --trl      also pyproject's `trl` extra (TRL 1.16.0) on the same CPU torch
+#                                        (the flags combine: --verl --trl)
 #
 # The venv lives outside the checkout (default ~/.cache/deepgym/venv, or $DEEPGYM_VENV) so that a fresh checkout
 # reuses it; a stamp of the requirements decides whether pip has anything to do. Exports VENV.
@@ -12,7 +14,13 @@ VENV=${DEEPGYM_VENV:-$HOME/.cache/deepgym/venv}
 export VENV
 
 want_verl=0
-[ "${1:-}" = "--verl" ] && want_verl=1
+want_trl=0
+for flag in "$@"; do
+  case "$flag" in
+    --verl) want_verl=1 ;;
+    --trl) want_trl=1 ;;
+  esac
+done
 
 base_requirements="docker>=7.0 pyyaml>=6.0 pytest>=8.0 hatchling editables"
 # verl's extras pull CUDA builds: install CPU torch first, then verl itself and the few modules it imports lazily.
@@ -27,6 +35,7 @@ fi
 stamp="$VENV/.deepgym-requirements"
 wanted="$base_requirements"
 [ "$want_verl" = 1 ] && wanted="$wanted torch==2.13.0 $verl_requirements"
+[ "$want_trl" = 1 ] && wanted="$wanted torch==2.13.0 deepgym[trl]"
 if [ ! -f "$stamp" ] || ! grep -qxF "$wanted" "$stamp"; then
   echo "dev-env: installing requirements into $VENV"
   # shellcheck disable=SC2086
@@ -35,6 +44,10 @@ if [ ! -f "$stamp" ] || ! grep -qxF "$wanted" "$stamp"; then
     "$VENV/bin/pip" install -q torch==2.13.0
     # shellcheck disable=SC2086
     "$VENV/bin/pip" install -q $verl_requirements
+  fi
+  if [ "$want_trl" = 1 ]; then
+    "$VENV/bin/pip" install -q torch==2.13.0
+    "$VENV/bin/pip" install -q --no-build-isolation -e "$here[trl]"
   fi
   echo "$wanted" > "$stamp"
 fi
