@@ -134,10 +134,9 @@ class _Scorer:
                                  f"{self.env_column!r} column (trl_rows writes one)")
             envs.append(env)
             variant = self.variant
-            for candidate in (variants[i], infos[i].get("variant")):
-                if variant is None and not _missing(candidate):
-                    variant = int(candidate)
-            chosen.append(variant or 0)
+            if variant is None:
+                variant = next((int(v) for v in (variants[i], infos[i].get("variant")) if not _missing(v)), 0)
+            chosen.append(variant)
         return envs, chosen
 
     def judge(self, completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Outcome]:
@@ -283,8 +282,8 @@ class DeepGymGRPOMixin:
         scored = (~no_verdict).view(-1, group)
         masked = scored.sum(dim=1) < 2
         if self.deepgym_filter_groups:
-            total = (rewards_per_func * self.reward_weights.to(rewards_per_func.device)).nansum(dim=1)
-            total = torch.where(no_verdict, torch.nan, total).view(-1, group)
+            weights = self.reward_weights.to(rewards_per_func.device)
+            total = (rewards_per_func * weights).nansum(dim=1).view(-1, group)
             low = torch.where(scored, total, torch.inf).amin(dim=1)
             high = torch.where(scored, total, -torch.inf).amax(dim=1)
             masked |= low == high
