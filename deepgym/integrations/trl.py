@@ -199,9 +199,9 @@ def make_trl_async_reward_fn(env: str | Environment | None = None, *, mode: str 
                              variant: int | None = None, env_column: str = "environment",
                              max_parallel: int | None = None,
                              allow_local: bool | None = None) -> Callable[..., Any]:
-    """:func:`make_trl_reward_fn` as a coroutine function, for TRL's async reward path: ``GRPOTrainer`` runs
-    async reward functions concurrently on its event loop, so the containers of this one run while the other
-    reward functions compute. Judging happens in a worker thread; TRL's metrics are logged on the loop."""
+    """:func:`make_trl_reward_fn` as a coroutine function, for TRL's async reward path: ``GRPOTrainer`` gathers
+    its async reward functions on its event loop, so this one's containers run while the other async rewards
+    wait. Judging happens in a worker thread, keeping the loop free; TRL's metrics are logged on the loop."""
     scorer = _Scorer(env, mode, dg, variant, env_column, max_parallel, allow_local)
 
     async def reward_fn(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
