@@ -2,7 +2,9 @@
 # Create (or reuse) deepgym's virtualenv and install deepgym into it, editable. Sourced by demo.sh and test.sh.
 #
 #   source scripts/dev-env.sh            deepgym and its test tools
-#   source scripts/dev-env.sh --verl     also verl 0.9.1 on CPU (torch 2.13.0 CPU build, ~2 GB, ~3 minutes once)
+#   source scripts/dev-env.sh --verl     also the `verl` extra on CPU (torch 2.13.0 CPU build, ~2 GB, ~3 minutes once)
+#   source scripts/dev-env.sh --trl      also the `trl` extra (TRL 1.16.0) on the same CPU torch
+#                                        (the flags combine: --verl --trl)
 #
 # The venv lives outside the checkout (default ~/.cache/deepgym/venv, or $DEEPGYM_VENV) so that a fresh checkout
 # reuses it; a stamp of the requirements decides whether pip has anything to do. Exports VENV.
@@ -12,10 +14,16 @@ VENV=${DEEPGYM_VENV:-$HOME/.cache/deepgym/venv}
 export VENV
 
 want_verl=0
-[ "${1:-}" = "--verl" ] && want_verl=1
+want_trl=0
+for flag in "$@"; do
+  case "$flag" in
+    --verl) want_verl=1 ;;
+    --trl) want_trl=1 ;;
+  esac
+done
 
-# pyproject.toml is the one list of requirements: the runtime ones plus the `test` extra, and the `verl` extra.
-# hatchling and editables build the editable install below without build isolation.
+# pyproject.toml is the one list of requirements: the runtime ones plus the `test` extra, then the `verl` and
+# `trl` extras when asked for. hatchling and editables build the editable install below without build isolation.
 requirements() {
   python3 -c 'import sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
@@ -23,8 +31,10 @@ print(" ".join(project["dependencies"] * (sys.argv[2] == "test") + project["opti
     "$here/pyproject.toml" "$1"
 }
 base_requirements="$(requirements test) hatchling editables"
-# verl's own extras pull CUDA builds: CPU torch goes first, then the `verl` extra (verl and what it imports lazily).
-verl_requirements=$(requirements verl)
+# verl's and TRL's own extras pull CUDA builds: CPU torch goes first, then deepgym's extras.
+extra_requirements=""
+[ "$want_verl" = 1 ] && extra_requirements="$(requirements verl)"
+[ "$want_trl" = 1 ] && extra_requirements="$extra_requirements $(requirements trl)"
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "dev-env: creating $VENV"
@@ -34,15 +44,15 @@ fi
 
 stamp="$VENV/.deepgym-requirements"
 wanted="$base_requirements"
-[ "$want_verl" = 1 ] && wanted="$wanted torch==2.13.0 $verl_requirements"
+[ -n "$extra_requirements" ] && wanted="$wanted torch==2.13.0 $extra_requirements"
 if [ ! -f "$stamp" ] || ! grep -qxF "$wanted" "$stamp"; then
   echo "dev-env: installing requirements into $VENV"
   # shellcheck disable=SC2086
   "$VENV/bin/pip" install -q $base_requirements
-  if [ "$want_verl" = 1 ]; then
+  if [ -n "$extra_requirements" ]; then
     "$VENV/bin/pip" install -q torch==2.13.0
     # shellcheck disable=SC2086
-    "$VENV/bin/pip" install -q $verl_requirements
+    "$VENV/bin/pip" install -q $extra_requirements
   fi
   echo "$wanted" > "$stamp"
 fi
