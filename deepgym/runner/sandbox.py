@@ -33,9 +33,10 @@ SUBMISSION_GID = 10000
 APPLIER_UID = 10001
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-# A process with at least this share of its CPU in the kernel and of its address-space limit in use was
-# growing into its memory limit (see growing_into_memory_limit).
-MEMORY_BOUND_FRACTION = 0.5
+# A process that spent at least this share of its CPU in the kernel while its resident memory peaked at this
+# share of its address-space limit was growing into its memory limit (see growing_into_memory_limit).
+KERNEL_CPU_SHARE = 0.5
+MEMORY_LIMIT_SHARE = 0.25
 PSI_CPU = Path("/proc/pressure/cpu")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # The counters the runner reads, per cgroup version: (controller folder, file). v1 mounts one folder per
@@ -172,12 +173,12 @@ def _stat(pid: int | str) -> _Stat | None:
                  int(parts[19]))
 
 
-def _address_space(pid: int) -> tuple[int, int] | None:
-    """(peak virtual memory, its RLIMIT_AS) of ``pid`` in bytes, or None when unknown or unlimited."""
+def _memory_peak(pid: int) -> tuple[int, int] | None:
+    """(peak resident memory, RLIMIT_AS) of ``pid`` in bytes, or None when unknown or unlimited."""
     status, limits = _read(Path(f"/proc/{pid}/status")), _read(Path(f"/proc/{pid}/limits"))
     if status is None or limits is None:
         return None
-    peak = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmPeak:")), None)
+    peak = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
     limit = next((line.split()[3] for line in limits.splitlines() if line.startswith("Max address space")), None)
     if peak is None or limit is None or not limit.isdigit():
         return None
@@ -189,17 +190,18 @@ def growing_into_memory_limit(pids: list[int]) -> str | None:
 
     A process growing into its limit spends its CPU in the kernel, which hands memory out in page faults; on a
     busy host each fault costs several times more, so a memory bomb can use up its CPU limit before its
-    address space runs out (RLIMIT_AS, set by the worker). Evidence: most of the CPU went to the kernel while
-    the process held at least half its address-space limit. A computation that is only slow spends its CPU in
-    user space."""
+    address space runs out (RLIMIT_AS, set by the worker). Evidence: most of its CPU went to the kernel while
+    its resident memory reached a quarter of its address-space limit, so a bomb is told apart as long as its
+    whole limit would cost at most four CPU limits to fault in. A computation that is only slow spends its CPU in user
+    space; a process busy in system calls holds little memory."""
     for pid in pids:
-        stat, space = _stat(pid), _address_space(pid)
-        if stat is None or space is None or stat.cpu_s <= 0:
+        stat, memory = _stat(pid), _memory_peak(pid)
+        if stat is None or memory is None or stat.cpu_s <= 0:
             continue
-        peak, limit = space
-        if stat.system_s >= MEMORY_BOUND_FRACTION * stat.cpu_s and peak >= MEMORY_BOUND_FRACTION * limit:
-            return (f"running into its memory limit ({peak >> 20} of {limit >> 20} MiB of address space, "
-                    f"{stat.system_s:.2f}s of its {stat.cpu_s:.2f}s of CPU spent in the kernel getting memory)")
+        peak, limit = memory
+        if stat.system_s >= KERNEL_CPU_SHARE * stat.cpu_s and peak >= MEMORY_LIMIT_SHARE * limit:
+            return (f"running into its memory limit ({peak >> 20} MiB resident of {limit >> 20} MiB of address "
+                    f"space, {stat.system_s:.2f}s of its {stat.cpu_s:.2f}s of CPU in the kernel getting memory)")
     return None
 
 
