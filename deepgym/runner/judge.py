@@ -75,16 +75,17 @@ def run(request, env_dir: str, confined: bool, emit: Emit) -> dict[str, Any]:
     sandbox = Sandbox(confined)
     scratch_root = "/tmp" if confined else tempfile.mkdtemp(prefix="deepgym-scratch-")
     started = time.monotonic()
-    try:
-        with Heartbeat(sandbox, emit):
-            cases, total, cpu_s = JUDGES[request.kind](request, env_dir, sandbox, scratch_root, lambda: emit(IN_PLAY, None),
+    with Heartbeat(sandbox, emit):  # until the sandbox is cleared: a kill that hangs is the runner's too
+        try:
+            cases, total, cpu_s = JUDGES[request.kind](request, env_dir, sandbox, scratch_root,
+                                                       lambda: emit(IN_PLAY, None),
                                                        fail_fast=request.scoring == "all_or_nothing")
-    except HostOverloaded as exc:
-        return no_verdict("host_overloaded", str(exc))
-    finally:
-        sandbox.kill_all()
-        if not confined:
-            shutil.rmtree(scratch_root, ignore_errors=True)
+        except HostOverloaded as exc:
+            return no_verdict("host_overloaded", str(exc))
+        finally:
+            sandbox.kill_all()
+            if not confined:
+                shutil.rmtree(scratch_root, ignore_errors=True)
     if total == 0:
         return no_verdict("verifier_error", "the hidden tests define no cases")
     timings = {"runner_s": round(time.monotonic() - started, 4), "submission_cpu_s": round(cpu_s, 4)}
