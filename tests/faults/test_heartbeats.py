@@ -1,8 +1,8 @@
 """The runner's own facts on a real engine: heartbeats, a runner that hangs on its own past the host's
 deadline, the cgroup it may trust, and memory evidence that wins over a time limit.
 
-``test_deadline_*`` wait for the host's deadline (about a minute); ``-k deadline`` selects them, ``-k 'not
-deadline'`` leaves them out.
+``test_slow_*`` wait for the host's deadline (about a minute): ``-k slow`` selects them, ``-k 'not slow'``
+leaves them out. They run in CI like the others.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def test_envs(tmp_path_factory):
 
 
 @pytest.mark.docker
-def test_deadline_a_runner_hanging_on_its_own_is_never_charged_to_the_submission(test_envs, gym):
+def test_slow_a_runner_hanging_on_its_own_is_never_charged_to_the_submission(test_envs, gym):
     name = "hb_hanging_check"
     limits = Limits(**ENVIRONMENTS[name][0])
     outcome = gym.judge(name, fenced((test_envs / name / "solutions" / "reference.py").read_text()))
