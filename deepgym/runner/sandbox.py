@@ -86,7 +86,7 @@ def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
     return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trusted(folder: Path) -> bool:
     """Whether the counters under ``folder`` are this container's own (see :func:`own_cgroup_mount`); a
     folder reached through a symlink (v1's cpuacct -> cpu,cpuacct) is judged by its mount."""

@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, ensure_images, fenced, solution
-from deepgym import load_environment
+from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
 from deepgym.runner.protocol import HEARTBEAT, HEARTBEAT_FIELDS, Limits, Request, parse_events
 from deepgym.runner.sandbox import own_cgroup_mount
 from deepgym.runtime.docker import DockerRuntime
 from deepgym.scaffold import new_environment
 
+from .conftest import wait_for_container
+
 sys.path.insert(0, str(ROOT / "tests" / "hostile"))
-from attacks import ATTACKS  # noqa: E402
+from attacks import ATTACKS
 
 MEMORY_BOMB = next(attack for attack in ATTACKS if attack.id == "memory-bomb-gradual")
 # name -> (limits, code appended to the template's tests/cases.py)
@@ -36,6 +38,8 @@ ENVIRONMENTS = {
     # Faulting in 2 GiB takes a second of CPU here, more than the case's CPU limit: a memory bomb always
     # reaches its CPU limit first, at about 80% of its memory.
     "hb_big_memory": ({"case_cpu_s": 0.8, "total_cpu_s": 2, "memory_mb": 2048}, ""),
+    # A 4 s wall limit per case, a 20 s budget, a host deadline about 70 s in.
+    "hb_small": ({"case_cpu_s": 1, "total_cpu_s": 1}, ""),
 }
 
 # /proc/self/cgroup and the cgroup lines of /proc/self/mountinfo, captured in containers on this host (cgroup v1,
@@ -169,6 +173,19 @@ def test_a_memory_bomb_is_out_of_memory_whatever_the_load(gym, host_load):
         outcomes = list(pool.map(lambda _: gym.judge(MEMORY_BOMB.env, MEMORY_BOMB.response), range(8)))
     counts = Counter(outcome.error_type for outcome in outcomes)
     assert counts == {"solution_oom": 8}, [outcome.to_dict().get("details") for outcome in outcomes]
+
+
+@pytest.mark.docker
+def test_slow_a_sandbox_frozen_past_the_deadline_is_never_scored(test_envs):
+    # docker pause freezes the runner and its heartbeats with the submission: nothing can be measured.
+    with DeepGym(mode="docker") as gym, ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(gym.judge, "hb_small", fenced("import time\ndef hb_small(numbers):\n    time.sleep(100)"))
+        container = wait_for_container(gym.runtime.run_id)
+        time.sleep(2.0)  # the submission is in play, asleep within its 4 s wall limit
+        subprocess.run(["docker", "pause", container], check=True, capture_output=True)
+        outcome = pending.result(timeout=180)
+    assert not outcome.has_verdict and outcome.error_type == "sandbox_lost", outcome.to_dict()
+    assert "fell silent" in outcome.reason
 
 
 @pytest.mark.docker
