@@ -8,8 +8,8 @@ host-side ``local`` runtime: the same code, same user, no isolation at all.
 CPU time is what limits a submission (see :class:`Limits`): inside a container it comes from the container's
 cgroup, which also counts processes that already exited, provided the runner can prove that the cgroup
 mounted is the container's own (:func:`own_cgroup_mount`); otherwise it falls back to per-process
-accounting, as outside a container, and never charges the host's CPU to a submission. The run state of the untrusted threads is sampled
-so that a wall-clock limit can tell "slept" from "was starved by a busy host".
+accounting, as outside a container, and never charges the host's CPU to a submission. The run state of the
+untrusted threads is sampled so that a wall-clock limit can tell "slept" from "was starved by a busy host".
 """
 
 from __future__ import annotations
@@ -68,21 +68,24 @@ def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
     "/" and "/" in a private cgroup namespace; "/docker/<id>" and "/docker/<id>" when Docker bind-mounts the
     container's subtree of the host's hierarchy (cgroup v1, the host's namespace). The host's whole hierarchy
     mounted into the container has root "/" while the process is in "/docker/<id>": those counters are the
-    host's, and charging them to a submission would time out every answer."""
+    host's, and charging them to a submission would time out every answer. Of several mounts on ``folder``
+    the last one is the one visible."""
+    mount = None
     for line in mountinfo.splitlines():
         left, sep, right = line.partition(" - ")
         fields, tail = left.split(), right.split()
-        if not sep or len(fields) < 5 or len(tail) < 3 or fields[4] != folder:
-            continue
-        root, fstype, options = fields[3], tail[0], set(tail[2].split(","))
-        for entry in proc_cgroup.splitlines():
-            hierarchy, _, rest = entry.partition(":")
-            controllers, _, path = rest.partition(":")
-            if fstype == "cgroup2" and hierarchy == "0" and controllers == "":
-                return path == root
-            if fstype == "cgroup" and controllers and set(controllers.split(",")) <= options:
-                return path == root
+        if sep and len(fields) >= 5 and len(tail) >= 3 and fields[4] == folder:
+            mount = fields[3], tail[0], set(tail[2].split(","))
+    if mount is None:
         return False
+    root, fstype, options = mount
+    for entry in proc_cgroup.splitlines():
+        hierarchy, _, rest = entry.partition(":")
+        controllers, _, path = rest.partition(":")
+        if fstype == "cgroup2" and hierarchy == "0" and controllers == "":
+            return path == root
+        if fstype == "cgroup" and controllers and set(controllers.split(",")) <= options:
+            return path == root
     return False
 
 

@@ -65,10 +65,12 @@ MOUNTINFO_V2 = "30 25 0:26 {root} /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime
     (PROC_CGROUP, MOUNTINFO_HOST, "/sys/fs/cgroup/cpuacct", False),
     (PROC_CGROUP_PRIVATE, MOUNTINFO_HOST, "/sys/fs/cgroup/cpuacct", True),
     (PROC_CGROUP, MOUNTINFO_OWN, "/sys/fs/cgroup/memory", False),  # not mounted: nothing to trust
+    (PROC_CGROUP, MOUNTINFO_OWN + MOUNTINFO_HOST, "/sys/fs/cgroup/cpuacct", False),  # the host's, mounted over
     (f"0::{CONTAINER}\n", MOUNTINFO_V2.format(root=CONTAINER), "/sys/fs/cgroup", True),
     (f"0::{CONTAINER}\n", MOUNTINFO_V2.format(root="/"), "/sys/fs/cgroup", False),
     ("0::/\n", MOUNTINFO_V2.format(root="/"), "/sys/fs/cgroup", True),
-], ids=["v1-docker-subtree", "v1-host-hierarchy", "v1-private-namespace", "v1-not-mounted", "v2-subtree",
+], ids=["v1-docker-subtree", "v1-host-hierarchy", "v1-private-namespace", "v1-not-mounted", "v1-mounted-over",
+        "v2-subtree",
         "v2-host-hierarchy", "v2-private-namespace"])
 def test_only_the_containers_own_cgroup_is_trusted(proc_cgroup, mountinfo, folder, own):
     assert own_cgroup_mount(proc_cgroup, mountinfo, folder) is own
