@@ -34,7 +34,8 @@ IN_PLAY = "in_play"
 HEARTBEAT = "heartbeat"
 REPORT = "report"
 HEARTBEAT_FIELDS = ("wall_s", "runner_cpu_s", "submission_cpu_s")
-# Seconds between heartbeats: about 90 bytes each, so a run at the host's longest deadline writes a few KiB.
+# Seconds between heartbeats. About 90 bytes each: an hour of judging writes some 300 KiB, far below what the
+# host keeps of the runner's stdout.
 HEARTBEAT_S = 1.0
 
 # error_type -> (scored, meaning). Scored types are the submission's fault and come with a score (0 unless
@@ -58,7 +59,7 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
                             "runner fell silent (no heartbeat) before the host's deadline"),
     "verifier_error": (False, "the runner or the hidden tests failed, or their report was unreadable"),
     "verifier_timeout": (False, "the runner missed the host's deadline on its own: before any submission code ran, "
-                                "or busy with its own work while the submission was not"),
+                                "or busy with its own work (it got a third of a CPU and still did not report)"),
     "invalid_score": (False, "the report's score was not a finite number in [0, 1]"),
     "host_overloaded": (False, "a wall-clock limit or the host's deadline fired while the host starved the sandbox "
                                "of CPU"),
