@@ -11,7 +11,8 @@ outcome. The rows of its table, in order:
 row   observation                                                  outcome
 ====  ===========================================================  =============================
 1     the runtime failed (daemon, image, start, sandbox vanished)   no verdict, the runtime's type
-2     a runner line with our nonce is not valid JSON                no verdict, verifier_error
+2     a runner line with our nonce is not valid JSON, or a          no verdict, verifier_error
+      heartbeat without its numbers
 3     more than one report                                         no verdict, verifier_error
 4     report says no verdict with a known no-verdict type          no verdict, that type
 5     report is not a well-formed scored report                    no verdict, verifier_error
@@ -19,18 +20,28 @@ row   observation                                                  outcome
 7     well-formed scored report                                    scored, as reported
 8     no report, sandbox OOM-killed, submission in play            scored 0, solution_oom
 9     no report, sandbox OOM-killed before the submission ran      no verdict, verifier_error
-10a   no report, host deadline hit, submission in play, the        no verdict, host_overloaded
-      sandbox got under 1/3 of a CPU (it was starved)
-10b   no report, host deadline hit, submission in play             scored 0, solution_timeout
+10a   no report, host deadline hit, submission in play, no         no verdict, sandbox_lost
+      heartbeat after the runner's budget (it fell silent)
+10b   ... the runner's own CPU grew by 1/3 of a CPU or more         no verdict, verifier_timeout
+      over its last heartbeats (it hung on its own)
+10c   ... the runner's did not, the submission's did (the           scored 0, solution_timeout
+      submission starved its own runner)
+10d   ... neither grew by 1/3 of a CPU (the host starved the        no verdict, host_overloaded
+      sandbox)
 11    no report, host deadline hit before the submission ran       no verdict, verifier_timeout
 12    no report, killed by a signal (exit 137/143)                 no verdict, sandbox_lost
 13    no report, anything else                                     no verdict, verifier_error
 ====  ===========================================================  =============================
 
-The runner enforces every limit itself and keeps its own schedule well inside the host's deadline, so a
-missed deadline means the runner was kept from running. Row 10 asks by whom: a sandbox busy on the CPU is the
-submission starving the runner (a fork bomb of busy processes, say), scored 0; a sandbox that got under a
-third of a CPU was starved by the host, and gets no verdict. A host too busy to judge fairly while the
+The runner enforces every limit itself and keeps its own schedule inside its budget
+(:attr:`Limits.runner_budget_s`), well before the host's deadline, so a missed deadline means the runner
+was kept from reporting. Row 10 asks by what, from facts the runner sent, not the runtime's: its heartbeats
+(every second, from a thread of its own) carry its own CPU time and the submission's. Between the last
+heartbeat within the budget and the last one after it, a runner that got a third of a CPU was not starved
+and hung on its own (hidden tests that loop, a bug of ours): no verdict. Otherwise a submission that got a
+third of a CPU starved its own runner (a fork bomb of busy processes, say), scored 0; a sandbox where
+neither did was starved by the host, and a runner with no heartbeat after its budget cannot be measured at
+all: both no verdict. Nothing is ever scored on a guess. A host too busy to judge fairly while the
 runner still runs is detected by the runner itself (``host_overloaded``, row 4). Rows 12-13 cannot be the submission's
 doing: it runs as another user and cannot signal the runner, so a dead runner without an OOM kill is ours.
 
@@ -43,7 +54,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import DeepGymError
-from .runner.protocol import ERROR_TYPES, IN_PLAY, REPORT, Limits, Request, finite_score, is_scored, parse_events
+from .runner.protocol import (ERROR_TYPES, HEARTBEAT, HEARTBEAT_FIELDS, IN_PLAY, REPORT, Limits, Request,
+                              finite_score, is_scored, parse_events)
 
 __all__ = ["ERROR_TYPES", "CaseResult", "NoVerdictError", "Observation", "Verdict", "classify", "is_scored"]
 
@@ -146,9 +158,6 @@ class Observation:
     elapsed_s: float = 0.0
     image_id: str | None = None
     image_status: str | None = None
-    cpu_share: float | None = None
-    """CPU seconds the whole sandbox used per second of wall-clock time, when the host's deadline fired (None
-    when not measured)."""
 
 
 def classify(request: Request, observation: Observation, environment: str) -> Verdict | NoVerdictError:
@@ -173,6 +182,9 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
     events = parse_events(obs.stdout, request.nonce)
     if any(event.get("event") == "malformed" for event in events):  # row 2
         return no_verdict("verifier_error", "the runner wrote a line that is not valid JSON")
+    heartbeats = [event for event in events if event.get("event") == HEARTBEAT]
+    if not all(_is_heartbeat(beat) for beat in heartbeats):  # row 2
+        return no_verdict("verifier_error", "the runner wrote a heartbeat without its numbers")
     reports = [event.get("report") for event in events if event.get("event") == REPORT]
     if len(reports) > 1:  # row 3
         return no_verdict("verifier_error", f"the runner wrote {len(reports)} reports")
@@ -186,16 +198,43 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
             return zero("solution_oom", "the whole sandbox ran out of memory while the submission ran")
         return no_verdict("verifier_error", "the sandbox ran out of memory before the submission ran" + suffix)  # row 9
     if obs.deadline_hit:
-        if in_play and obs.cpu_share is not None and obs.cpu_share < 1 / Limits.WALL_FACTOR:  # row 10a
-            return no_verdict("host_overloaded", f"the runner missed the host's deadline while the whole sandbox got "
-                                                 f"only {obs.cpu_share:.0%} of a CPU: the host starved it")
-        if in_play:  # row 10b
-            return zero("solution_timeout", "the submission kept the runner from reporting before the host's deadline")
+        if in_play:  # row 10
+            error_type, why = _missed_deadline(request.limits, heartbeats)
+            return zero(error_type, why) if is_scored(error_type) else no_verdict(error_type, why)
         return no_verdict("verifier_timeout", "the runner did not report before the host's deadline, "
                                               "and no submission code had run")  # row 11
     if obs.exit_code in (137, 143):  # row 12
         return no_verdict("sandbox_lost", "the sandbox was killed from outside before the runner reported" + suffix)
     return no_verdict("verifier_error", "the runner ended without a report" + suffix)  # row 13
+
+
+def _is_heartbeat(event: dict[str, Any]) -> bool:
+    return all(isinstance(event.get(name), (int, float)) and not isinstance(event.get(name), bool)
+               for name in HEARTBEAT_FIELDS)
+
+
+def _missed_deadline(limits: Limits, heartbeats: list[dict[str, Any]]) -> tuple[str, str]:
+    """(error_type, why) for a runner that missed the host's deadline with the submission in play (rows
+    10a-10d), from the heartbeats between the last one within the runner's budget and the last one after it:
+    the stretch in which the runner should already have reported."""
+    budget = limits.runner_budget_s
+    late = [beat for beat in heartbeats if beat["wall_s"] > budget]
+    if not late:  # row 10a
+        heard = f"its last heartbeat came {heartbeats[-1]['wall_s']:.1f}s in" if heartbeats else "it sent no heartbeat"
+        return "sandbox_lost", (f"the runner missed the host's deadline and fell silent ({heard}, its budget is "
+                                f"{budget:g}s): nothing tells whose fault it was")
+    first = [beat for beat in heartbeats if beat["wall_s"] <= budget][-1:] or late[:1]
+    start, end = first[0], late[-1]
+    span = end["wall_s"] - start["wall_s"]
+    runner = (end["runner_cpu_s"] - start["runner_cpu_s"]) / span if span > 0 else 0.0
+    submission = (end["submission_cpu_s"] - start["submission_cpu_s"]) / span if span > 0 else 0.0
+    shares = (f"from {start['wall_s']:.1f}s to {end['wall_s']:.1f}s the runner got {runner:.0%} of a CPU and the "
+              f"submission {submission:.0%}")
+    if runner >= 1 / Limits.WALL_FACTOR:  # row 10b
+        return "verifier_timeout", f"the runner hung on its own past the host's deadline: {shares}"
+    if submission >= 1 / Limits.WALL_FACTOR:  # row 10c
+        return "solution_timeout", f"the submission kept its runner from reporting before the host's deadline: {shares}"
+    return "host_overloaded", f"the runner missed the host's deadline while the host starved the sandbox: {shares}"  # row 10d
 
 
 def _stderr(obs: Observation) -> str:

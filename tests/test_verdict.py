@@ -4,10 +4,12 @@ import json
 
 import pytest
 
-from deepgym.runner.protocol import ERROR_TYPES, IN_PLAY, REPORT, STARTED, Request, event_line, finite_score
+from deepgym.runner.protocol import (ERROR_TYPES, HEARTBEAT, IN_PLAY, REPORT, STARTED, Limits, Request, event_line,
+                                    finite_score)
 from deepgym.verdict import NoVerdictError, Observation, Verdict, classify
 
 REQUEST = Request(nonce="n0nce", kind="function", submission="", entry_point="f", variant=2)
+BUDGET = Limits().runner_budget_s
 
 
 def stdout(*events: tuple[str, dict | None], nonce: str = "n0nce") -> bytes:
@@ -53,6 +55,13 @@ def test_row1_a_runtime_cannot_smuggle_a_scored_type_as_an_infra_failure():
 
 def test_row2_malformed_marked_line():
     assert_no_verdict(outcome(stdout=b"@@deepgym n0nce {not json\n" + report(scored())), "verifier_error")
+
+
+@pytest.mark.parametrize("beat", [{}, {"wall_s": 1, "runner_cpu_s": "0.1", "submission_cpu_s": 0},
+                                  {"wall_s": 1, "runner_cpu_s": 0.1, "submission_cpu_s": True}],
+                         ids=["empty", "string", "bool"])
+def test_row2_heartbeat_without_its_numbers(beat):
+    assert_no_verdict(outcome(stdout=stdout((HEARTBEAT, beat)) + report(scored())), "verifier_error")
 
 
 def test_row3_two_reports():
@@ -125,8 +134,39 @@ def test_row9_oom_before_the_submission_ran_is_ours():
     assert_no_verdict(outcome(stdout=stdout((STARTED, None)), exit_code=137, oom_killed=True), "verifier_error")
 
 
-def test_row10b_host_deadline_after_the_submission_started():
-    assert_scored(outcome(stdout=stdout((IN_PLAY, None)), exit_code=137, deadline_hit=True), 0.0, "solution_timeout")
+def beats(*samples: tuple[float, float, float]) -> list[tuple[str, dict]]:
+    """Heartbeat events from (wall_s, runner_cpu_s, submission_cpu_s)."""
+    return [(HEARTBEAT, {"wall_s": wall, "runner_cpu_s": runner, "submission_cpu_s": submission})
+            for wall, runner, submission in samples]
+
+
+def missed_deadline(*samples: tuple[float, float, float]):
+    events = stdout((STARTED, None), *beats((0.0, 0.05, 0.0)), (IN_PLAY, None), *beats(*samples))
+    return outcome(stdout=events, exit_code=137, deadline_hit=True)
+
+
+@pytest.mark.parametrize("samples", [(), ((1.0, 0.1, 0.2), (BUDGET - 5, 0.3, 3.0))], ids=["none", "stopped-early"])
+def test_row10a_runner_fell_silent_before_its_budget_ran_out(samples):
+    # Without heartbeats past its budget nothing tells who kept the runner from reporting: never a score.
+    assert_no_verdict(missed_deadline(*samples), "sandbox_lost")
+
+
+def test_row10a_stats_unavailable_is_never_scored():
+    assert_no_verdict(outcome(stdout=stdout((IN_PLAY, None)), exit_code=137, deadline_hit=True), "sandbox_lost")
+
+
+def test_row10b_runner_hung_on_its_own():
+    # Its own CPU grew by a whole CPU past its budget while the submission's stood still: our bug.
+    result = assert_no_verdict(missed_deadline((BUDGET - 1, 0.5, 0.4), (BUDGET + 20, 21.5, 0.4)), "verifier_timeout")
+    assert "runner got 100% of a CPU and the submission 0%" in result.reason
+    # Even with the submission busy as well: a runner that got a third of a CPU was not starved by it.
+    assert_no_verdict(missed_deadline((BUDGET - 1, 0.5, 0.4), (BUDGET + 20, 8.0, 10.0)), "verifier_timeout")
+
+
+def test_row10c_submission_starved_its_own_runner():
+    result = missed_deadline((BUDGET - 1, 0.5, 10.0), (BUDGET + 10, 0.6, 20.5), (BUDGET + 20, 0.7, 30.8))
+    assert_scored(result, 0.0, "solution_timeout")
+    assert "the submission 99%" in result.details
 
 
 def test_row11_host_deadline_before_the_submission_ran():
@@ -177,8 +217,6 @@ def test_no_verdict_error_survives_pickling():
         ("image_missing", "gone", "coin_change", "docker", 3)
 
 
-def test_row10a_host_deadline_missed_while_the_host_starved_the_sandbox():
-    events = stdout((STARTED, None), (IN_PLAY, None))
-    assert_no_verdict(outcome(stdout=events, exit_code=137, deadline_hit=True, cpu_share=0.05), "host_overloaded")
-    # A sandbox busy on the CPU is the submission starving its own runner: scored.
-    assert_scored(outcome(stdout=events, exit_code=137, deadline_hit=True, cpu_share=0.9), 0.0, "solution_timeout")
+def test_row10d_host_deadline_missed_while_the_host_starved_the_sandbox():
+    # Heartbeats kept coming but neither the runner nor the submission got a third of a CPU.
+    assert_no_verdict(missed_deadline((BUDGET - 1, 0.5, 1.0), (BUDGET + 20, 1.0, 3.0)), "host_overloaded")

@@ -10,10 +10,11 @@ import argparse
 import os
 import stat
 import sys
+import threading
 import traceback
 
 from . import judge
-from .protocol import IN_PLAY, REPORT, REQUIRED_FILES, STARTED, Request, event_line
+from .protocol import REPORT, REQUIRED_FILES, STARTED, Request, event_line
 from .sandbox import SUBMISSION_UID
 
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
@@ -56,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
         return 2
 
+    writing = threading.Lock()  # the heartbeat thread writes events too: one whole line at a time
+
     def emit(event: str, payload: dict | None = None) -> None:
-        sys.stdout.write(event_line(request.nonce, event, payload))
-        sys.stdout.flush()
+        with writing:
+            sys.stdout.write(event_line(request.nonce, event, payload))
+            sys.stdout.flush()
 
     try:
         problem = environment_problem(args.env_dir, request.kind, confined=not args.unconfined)
@@ -66,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             report = judge.no_verdict("verifier_error", problem)
         else:
             emit(STARTED)
-            report = judge.run(request, args.env_dir, not args.unconfined, lambda: emit(IN_PLAY))
+            report = judge.run(request, args.env_dir, not args.unconfined, emit)
     except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
         report = judge.no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
     emit(REPORT, {"report": report})

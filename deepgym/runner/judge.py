@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from typing import Any, Callable
 
 from . import function, patch, program
-from .protocol import SCORINGS
+from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS
 from .sandbox import HostOverloaded, Sandbox
+
+Emit = Callable[[str, dict[str, Any] | None], None]
 
 JUDGES: dict[str, Callable[..., tuple[list[dict[str, Any]], int, float]]] = {
     "function": function.judge,
@@ -31,8 +34,40 @@ def no_verdict(error_type: str, reason: str) -> dict[str, Any]:
     return {"outcome": "no_verdict", "error_type": error_type, "reason": reason[:4000]}
 
 
-def run(request, env_dir: str, confined: bool, on_in_play: Callable[[], None]) -> dict[str, Any]:
-    """Judge one submission and return the report."""
+class Heartbeat:
+    """Emits a heartbeat event every HEARTBEAT_S from its own thread while the runner judges.
+
+    The main thread may hang (hidden tests that loop, a bug of ours) or be starved (by the submission or by
+    the host); this thread still reports whose CPU time grows, so that after a missed host deadline the host
+    can tell those apart instead of guessing. ``emit`` must be safe to call from two threads."""
+
+    def __init__(self, sandbox: Sandbox, emit: Emit, interval_s: float = HEARTBEAT_S):
+        self._sandbox = sandbox
+        self._emit = emit
+        self._interval_s = interval_s
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="deepgym-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+
+    def _beat(self) -> None:
+        while True:
+            self._emit(HEARTBEAT, {"wall_s": round(time.monotonic() - self._started, 3),
+                                   "runner_cpu_s": round(time.process_time(), 3),
+                                   "submission_cpu_s": round(self._sandbox.cpu_s(), 3)})
+            if self._stop.wait(self._interval_s):
+                return
+
+
+def run(request, env_dir: str, confined: bool, emit: Emit) -> dict[str, Any]:
+    """Judge one submission and return the report, with heartbeats (``emit``) while it judges."""
     if request.kind not in JUDGES:
         return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
@@ -40,15 +75,17 @@ def run(request, env_dir: str, confined: bool, on_in_play: Callable[[], None]) -
     sandbox = Sandbox(confined)
     scratch_root = "/tmp" if confined else tempfile.mkdtemp(prefix="deepgym-scratch-")
     started = time.monotonic()
-    try:
-        cases, total, cpu_s = JUDGES[request.kind](
-            request, env_dir, sandbox, scratch_root, on_in_play, fail_fast=request.scoring == "all_or_nothing")
-    except HostOverloaded as exc:
-        return no_verdict("host_overloaded", str(exc))
-    finally:
-        sandbox.kill_all()
-        if not confined:
-            shutil.rmtree(scratch_root, ignore_errors=True)
+    with Heartbeat(sandbox, emit):  # until the sandbox is cleared: a kill that hangs is the runner's too
+        try:
+            cases, total, cpu_s = JUDGES[request.kind](request, env_dir, sandbox, scratch_root,
+                                                       lambda: emit(IN_PLAY, None),
+                                                       fail_fast=request.scoring == "all_or_nothing")
+        except HostOverloaded as exc:
+            return no_verdict("host_overloaded", str(exc))
+        finally:
+            sandbox.kill_all()
+            if not confined:
+                shutil.rmtree(scratch_root, ignore_errors=True)
     if total == 0:
         return no_verdict("verifier_error", "the hidden tests define no cases")
     timings = {"runner_s": round(time.monotonic() - started, 4), "submission_cpu_s": round(cpu_s, 4)}

@@ -4,9 +4,14 @@ Request: one JSON object on the runner's stdin (or in a file), see :class:`Reque
 
 Events: the runner writes lines ``@@deepgym <nonce> <json>`` to its stdout. Only the runner writes there; the
 submission's processes get pipes of their own. The host ignores every other line and every line with another
-nonce. Three events exist:
+nonce. Four events exist:
 
 - ``started``: the request was read and the hidden tests were found.
+- ``heartbeat``: every :data:`HEARTBEAT_S` while the runner judges, from a thread of its own:
+  ``{"event": "heartbeat", "wall_s": 12.0, "runner_cpu_s": 0.31, "submission_cpu_s": 4.2}``, the seconds
+  since judging began, the runner's own CPU seconds and the submission's, both cumulative. Only a missed host
+  deadline reads them: whose CPU grew in the last beats tells a submission that starved its runner from a
+  runner that hung on its own and from a sandbox the host starved (:func:`deepgym.verdict.classify`).
 - ``in_play``: submission code is about to run. Anything that goes wrong after this line may be the
   submission's doing; anything before it cannot be.
 - ``report``: the final report (exactly one). See :func:`report`.
@@ -26,7 +31,12 @@ REQUIRED_FILES = {"function": ("cases.py",), "program": ("cases",), "patch": ("r
 SCORINGS = ("all_or_nothing", "partial")
 STARTED = "started"
 IN_PLAY = "in_play"
+HEARTBEAT = "heartbeat"
 REPORT = "report"
+HEARTBEAT_FIELDS = ("wall_s", "runner_cpu_s", "submission_cpu_s")
+# Seconds between heartbeats. About 90 bytes each: an hour of judging writes some 300 KiB, far below what the
+# host keeps of the runner's stdout.
+HEARTBEAT_S = 1.0
 
 # error_type -> (scored, meaning). Scored types are the submission's fault and come with a score (0 unless
 # some cases passed under partial credit); the others mean "no verdict": the infrastructure failed.
@@ -45,11 +55,14 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
     "image_missing": (False, "the environment's image is not built or not pulled"),
     "image_stale": (False, "the environment's image was built from other environment files than the host's"),
     "sandbox_start_failure": (False, "the sandbox could not be created or started"),
-    "sandbox_lost": (False, "the sandbox was killed or removed from outside, or the connection to it was lost"),
+    "sandbox_lost": (False, "the sandbox was killed or removed from outside, the connection to it was lost, or its "
+                            "runner fell silent (no heartbeat) before the host's deadline"),
     "verifier_error": (False, "the runner or the hidden tests failed, or their report was unreadable"),
-    "verifier_timeout": (False, "the runner did not finish before the host's deadline, and no submission code had run"),
+    "verifier_timeout": (False, "the runner missed the host's deadline on its own: before any submission code ran, "
+                                "or busy with its own work (it got a third of a CPU and still did not report)"),
     "invalid_score": (False, "the report's score was not a finite number in [0, 1]"),
-    "host_overloaded": (False, "a wall-clock limit fired while the host starved the submission of CPU"),
+    "host_overloaded": (False, "a wall-clock limit or the host's deadline fired while the host starved the sandbox "
+                               "of CPU"),
 }
 
 
@@ -89,9 +102,15 @@ class Limits:
         return self.total_cpu_s * self.WALL_FACTOR + 5.0
 
     @property
+    def runner_budget_s(self) -> float:
+        """The longest the runner may judge: its total wall-clock budget, plus one case starved to its longest.
+        A runner still judging after this is late, whatever the submission does."""
+        return self.total_wall_s + self.case_wall_s * self.STARVED_GRACE
+
+    @property
     def host_deadline_s(self) -> float:
-        """The runner's total budget, plus one case starved to its longest, plus start-up slack."""
-        return self.total_wall_s + self.case_wall_s * self.STARVED_GRACE + self.HOST_GRACE_S
+        """The runner's budget plus slack for start-up and for the report to cross."""
+        return self.runner_budget_s + self.HOST_GRACE_S
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

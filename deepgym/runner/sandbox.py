@@ -6,16 +6,20 @@ so it cannot read the hidden tests (root-only), signal the runner, or write its 
 host-side ``local`` runtime: the same code, same user, no isolation at all.
 
 CPU time is what limits a submission (see :class:`Limits`): inside a container it comes from the container's
-cgroup, which also counts processes that already exited. The run state of the untrusted threads is sampled
-so that a wall-clock limit can tell "slept" from "was starved by a busy host".
+cgroup, which also counts processes that already exited, provided the runner can prove that the cgroup
+mounted is the container's own (:func:`own_cgroup_mount`); otherwise it falls back to per-process
+accounting, as outside a container, and never charges the host's CPU to a submission. The run state of the
+untrusted threads is sampled so that a wall-clock limit can tell "slept" from "was starved by a busy host".
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,15 +33,16 @@ SUBMISSION_GID = 10000
 APPLIER_UID = 10001
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# A process that spent at least this share of its CPU in the kernel while its resident memory peaked at this
+# share of its address-space limit was growing into its memory limit (see growing_into_memory_limit).
+KERNEL_CPU_SHARE = 0.5
+MEMORY_LIMIT_SHARE = 0.25
 PSI_CPU = Path("/proc/pressure/cpu")
-_CGROUP_CPU = (
-    Path("/sys/fs/cgroup/cpuacct/cpuacct.usage"),  # v1, nanoseconds
-    Path("/sys/fs/cgroup/cpu.stat"),  # v2, usage_usec line
-)
-_CGROUP_OOM = (
-    Path("/sys/fs/cgroup/memory/memory.oom_control"),  # v1, "oom_kill N"
-    Path("/sys/fs/cgroup/memory.events"),  # v2, "oom_kill N"
-)
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+# The counters the runner reads, per cgroup version: (controller folder, file). v1 mounts one folder per
+# controller; v2 has one unified folder.
+_CPU_FILES = ((CGROUP_ROOT / "cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.stat"))  # ns; usage_usec line
+_MEMORY_FILES = ((CGROUP_ROOT / "memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
 
 
 def _read(path: Path) -> str | None:
@@ -55,25 +60,87 @@ def _keyed(text: str, key: str) -> int | None:
     return None
 
 
-def cgroup_cpu_s() -> float | None:
-    """CPU seconds used by every process of this cgroup (the whole container), or None outside one."""
-    v1 = _read(_CGROUP_CPU[0])
-    if v1 is not None:
-        return int(v1) / 1e9
-    v2 = _read(_CGROUP_CPU[1])
-    if v2 is not None:
-        usec = _keyed(v2, "usage_usec")
-        return None if usec is None else usec / 1e6
+def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
+    """Whether the cgroupfs mounted at ``folder`` shows this process's own cgroup, decided from the texts of
+    /proc/self/cgroup and /proc/self/mountinfo.
+
+    A container's counters are only the container's when the mount's root is the cgroup the process is in:
+    "/" and "/" in a private cgroup namespace; "/docker/<id>" and "/docker/<id>" when Docker bind-mounts the
+    container's subtree of the host's hierarchy (cgroup v1, the host's namespace). The host's whole hierarchy
+    mounted into the container has root "/" while the process is in "/docker/<id>": those counters are the
+    host's, and charging them to a submission would time out every answer. Of several mounts on ``folder``
+    the last one is the one visible."""
+    mount = None
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if sep and len(fields) >= 5 and len(tail) >= 3 and fields[4] == folder:
+            mount = fields[3], tail[0], set(tail[2].split(","))
+    if mount is None:
+        return False
+    root, fstype, options = mount
+    for entry in proc_cgroup.splitlines():
+        hierarchy, _, rest = entry.partition(":")
+        controllers, _, path = rest.partition(":")
+        if fstype == "cgroup2" and hierarchy == "0" and controllers == "":
+            return path == root
+        if fstype == "cgroup" and controllers and set(controllers.split(",")) <= options:
+            return path == root
+    return False
+
+
+@functools.cache
+def _trusted(folder: Path) -> bool:
+    """Whether the counters under ``folder`` are this container's own (see :func:`own_cgroup_mount`); a
+    folder reached through a symlink (v1's cpuacct -> cpu,cpuacct) is judged by its mount."""
+    proc_cgroup, mountinfo = _read(Path("/proc/self/cgroup")), _read(Path("/proc/self/mountinfo"))
+    if proc_cgroup is None or mountinfo is None:
+        return False
+    return own_cgroup_mount(proc_cgroup, mountinfo, os.path.realpath(folder))
+
+
+def _cgroup_text(files: tuple[tuple[Path, str], ...]) -> tuple[int, str] | None:
+    """(index of the version that answered, the file's text) for the first of ``files`` that exists in a
+    cgroup this container owns, or None: counters that may be the host's are never read."""
+    for index, (folder, name) in enumerate(files):
+        text = _read(folder / name)
+        if text is not None:
+            return (index, text) if _trusted(folder) else None
     return None
+
+
+def cgroup_cpu_s() -> float | None:
+    """CPU seconds used by every process of this cgroup (the whole container), or None outside one or when
+    the cgroup mounted is not provably this container's own."""
+    found = _cgroup_text(_CPU_FILES)
+    if found is None:
+        return None
+    version, text = found
+    if version == 0:
+        return int(text) / 1e9
+    usec = _keyed(text, "usage_usec")
+    return None if usec is None else usec / 1e6
 
 
 def cgroup_oom_kills() -> int | None:
     """How many processes the kernel has OOM-killed in this cgroup, or None when unknown."""
-    for path in _CGROUP_OOM:
-        text = _read(path)
-        if text is not None:
-            return _keyed(text, "oom_kill")
-    return None
+    found = _cgroup_text(_MEMORY_FILES)
+    return None if found is None else _keyed(found[1], "oom_kill")
+
+
+def cgroup_memory_limit_hits() -> int | None:
+    """How many times this cgroup's memory usage ran into its limit, or None when unknown. Every hit makes the
+    kernel reclaim memory, which costs CPU: a submission growing into its limit can spend its CPU time in the
+    kernel before the OOM killer strikes, and this counter is the evidence that memory, not CPU, stopped it.
+    v1: ``memory.failcnt``; v2: the ``max`` and ``oom`` lines of ``memory.events``."""
+    found = _cgroup_text(_MEMORY_FILES)
+    if found is None:
+        return None
+    version, text = found
+    if version == 0:
+        failcnt = _read(_MEMORY_FILES[0][0] / "memory.failcnt")
+        return None if failcnt is None else int(failcnt)
+    return sum(_keyed(text, key) or 0 for key in ("max", "oom"))
 
 
 def psi_cpu_stall_s() -> float | None:
@@ -94,6 +161,7 @@ class _Stat:
     state: str
     session: int
     cpu_s: float
+    system_s: float
     start: int
 
 
@@ -103,8 +171,41 @@ def _stat(pid: int | str) -> _Stat | None:
     except OSError:
         return None
     parts = data[data.rindex(b")") + 2:].split()
-    ticks = sum(int(x) for x in parts[11:15])  # utime stime cutime cstime
-    return _Stat(parts[0].decode(), int(parts[3]), ticks / CLK_TCK, int(parts[19]))
+    ticks = [int(x) for x in parts[11:15]]  # utime stime cutime cstime
+    return _Stat(parts[0].decode(), int(parts[3]), sum(ticks) / CLK_TCK, (ticks[1] + ticks[3]) / CLK_TCK,
+                 int(parts[19]))
+
+
+def _memory_peak(pid: int) -> tuple[int, int] | None:
+    """(peak resident memory, RLIMIT_AS) of ``pid`` in bytes, or None when unknown or unlimited."""
+    status, limits = _read(Path(f"/proc/{pid}/status")), _read(Path(f"/proc/{pid}/limits"))
+    if status is None or limits is None:
+        return None
+    peak = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    limit = next((line.split()[3] for line in limits.splitlines() if line.startswith("Max address space")), None)
+    if peak is None or limit is None or not limit.isdigit():
+        return None
+    return peak, int(limit)
+
+
+def growing_into_memory_limit(pids: list[int]) -> str | None:
+    """Why the processes ``pids`` were running into their memory limit, or None.
+
+    A process growing into its limit spends its CPU in the kernel, which hands memory out in page faults; on a
+    busy host each fault costs several times more, so a memory bomb can use up its CPU limit before its
+    address space runs out (RLIMIT_AS, set by the worker). Evidence: most of its CPU went to the kernel while
+    its resident memory reached a quarter of its address-space limit, so a bomb is told apart as long as its
+    whole limit would cost at most four CPU limits to fault in. A computation that is only slow spends its CPU in user
+    space; a process busy in system calls holds little memory."""
+    for pid in pids:
+        stat, memory = _stat(pid), _memory_peak(pid)
+        if stat is None or memory is None or stat.cpu_s <= 0:
+            continue
+        peak, limit = memory
+        if stat.system_s >= KERNEL_CPU_SHARE * stat.cpu_s and peak >= MEMORY_LIMIT_SHARE * limit:
+            return (f"running into its memory limit ({peak >> 20} MiB resident of {limit >> 20} MiB of address "
+                    f"space, {stat.system_s:.2f}s of its {stat.cpu_s:.2f}s of CPU in the kernel getting memory)")
+    return None
 
 
 @dataclass
@@ -181,6 +282,8 @@ class Sandbox:
         self._sessions: set[int] = set()
         self._seen_cpu: dict[tuple[int, int], float] = {}
         self._procs: list[subprocess.Popen[bytes]] = []
+        # The heartbeat thread measures too (cpu_s), and the fallback accounting keeps state.
+        self._measuring = threading.Lock()
 
     def spawn(self, argv: list[str], *, pass_fds: tuple[int, ...] = (), cwd: str = "/",
               stdin: int | None = subprocess.DEVNULL, uid: int | None = None) -> subprocess.Popen[bytes]:
@@ -240,12 +343,13 @@ class Sandbox:
         return sum(self._seen_cpu.values())
 
     def cpu_s(self) -> float:
-        """CPU seconds the untrusted processes have used so far (monotonic)."""
-        if self.confined:
-            total = cgroup_cpu_s()
-            if total is not None:
-                return max(0.0, total - time.process_time())
-        return self._process_cpu_s(self.members())
+        """CPU seconds the untrusted processes have used so far (monotonic). Thread-safe."""
+        with self._measuring:
+            if self.confined:
+                total = cgroup_cpu_s()
+                if total is not None:
+                    return max(0.0, total - time.process_time())
+            return self._process_cpu_s(self.members())
 
     def watch(self) -> Meter:
         """Start measuring a window (one case, or loading the submission)."""
@@ -298,6 +402,7 @@ class Meter:
         self._cpu0 = self.sandbox.cpu_s()
         self._psi0 = psi_cpu_stall_s()
         self._oom0 = cgroup_oom_kills()
+        self._limit_hits0 = cgroup_memory_limit_hits()
 
     def tick(self) -> Usage:
         """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes)."""
@@ -317,6 +422,15 @@ class Meter:
         if oom is not None and self._oom0 is not None:
             usage.oom_kills = oom - self._oom0
         return usage
+
+    def memory_limit(self) -> str | None:
+        """How the submission ran into a memory limit during this window, or None. Read once, when a time
+        limit fires (ticks stay cheap): memory evidence wins over the time limit, since a submission growing
+        into its memory limit spends its CPU time getting memory from the kernel."""
+        hits = cgroup_memory_limit_hits()
+        if hits is not None and self._limit_hits0 is not None and hits > self._limit_hits0:
+            return "stopped at the sandbox's memory limit, with the kernel reclaiming memory for it"
+        return growing_into_memory_limit(self.sandbox.members())
 
 
 class Outcome:
@@ -463,13 +577,13 @@ class Supervised:
                 return Outcome("output", usage, detail=f"wrote {self.output_bytes} bytes of output")
             if usage.oom_kills:
                 return Outcome("oom", usage, detail="killed by the out-of-memory killer")
-            if usage.cpu_s > cpu_limit_s:
-                return Outcome("cpu", usage)
-            if usage.wall_s > wall_limit_s:
-                if not usage.starved():
-                    return Outcome("wall", usage)
-                if usage.wall_s > wall_limit_s * Limits.STARVED_GRACE:
-                    return Outcome("starved", usage)
+            if usage.cpu_s > cpu_limit_s or (usage.wall_s > wall_limit_s and not usage.starved()):
+                memory = meter.memory_limit()
+                if memory is not None:
+                    return Outcome("oom", usage, detail=memory)
+                return Outcome("cpu" if usage.cpu_s > cpu_limit_s else "wall", usage)
+            if usage.wall_s > wall_limit_s * Limits.STARVED_GRACE:  # past its wall limit, and starved
+                return Outcome("starved", usage)
 
     def _unsend(self) -> None:
         if self._pending:

@@ -241,10 +241,8 @@ class DockerRuntime(Runtime):
             finally:
                 sock.close()
                 stream.close()
-            cpu_share = None
             with translate_errors("run"):
                 if deadline_hit:
-                    cpu_share = self._cpu_share(api, container, time.monotonic() - started)
                     with contextlib.suppress(docker.errors.APIError):
                         api.kill(container)
                 exit_code = api.wait(container, timeout=30)["StatusCode"]
@@ -260,18 +258,9 @@ class DockerRuntime(Runtime):
             if container is not None:
                 self._remove(container)
         return Observation(runtime=self.name, exit_code=exit_code, oom_killed=bool(oom_killed),
-                           deadline_hit=deadline_hit, cpu_share=cpu_share, stdout=stdout,
+                           deadline_hit=deadline_hit, stdout=stdout,
                            stderr_tail=stderr[-STDERR_TAIL_BYTES:].decode("utf-8", "replace"),
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
-
-    @staticmethod
-    def _cpu_share(api: docker.APIClient, container: str, elapsed_s: float) -> float | None:
-        """CPU seconds the container used per second of ``elapsed_s``, from one stats sample (None if unknown)."""
-        try:
-            stats = api.stats(container, stream=False, one_shot=True)
-            return stats["cpu_stats"]["cpu_usage"]["total_usage"] / 1e9 / max(elapsed_s, 1e-9)
-        except (docker.errors.APIError, KeyError, TypeError, requests.exceptions.RequestException):
-            return None
 
     def _remove(self, container: str) -> None:
         """Remove a sample's container. If the engine is down, the next start-up's reaper removes it."""
