@@ -170,7 +170,7 @@ class DockerRuntime(Runtime):
         self._pool = max_parallel + 4
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
-        self._images: dict[str, tuple[str, str]] = {}
+        self._images: dict[str, tuple[str, str]] = {}  # image name -> (id, status)
 
     def api(self) -> docker.APIClient:
         """The engine's API client, created on first use and again after a failure (the engine may return)."""
@@ -192,10 +192,11 @@ class DockerRuntime(Runtime):
                         api.remove_container(container["Id"], force=True)
 
     def image(self, env: Environment) -> tuple[str, str]:
-        """``env``'s image as (id, status), inspected once per process. Raises _Infra("image_stale") for an
-        image built from other environment files than the host's, unless stale images are allowed; a refusal
-        is not remembered, so an image rebuilt mid-run is taken up by the next sample."""
-        if env.id not in self._images:
+        """``env``'s image as (id, status), inspected once per image name (DEEPGYM_TAG may change the name).
+        Raises _Infra("image_stale") for an image built from other environment files than the host's, unless
+        stale images are allowed; a refusal is not remembered, so an image rebuilt mid-run is taken up by the
+        next sample."""
+        if env.image not in self._images:
             with translate_errors("start"):
                 try:
                     info = self.api().inspect_image(env.image)
@@ -213,8 +214,8 @@ class DockerRuntime(Runtime):
             if status == "stale":
                 log.warning("judging %s with stale image %s (allowed): every verdict says image_status 'stale'",
                             env.id, env.image)
-            self._images[env.id] = (info["Id"], status)
-        return self._images[env.id]
+            self._images[env.image] = (info["Id"], status)
+        return self._images[env.image]
 
     def judge(self, env: Environment, request: Request) -> Observation:
         started = time.monotonic()
@@ -249,7 +250,7 @@ class DockerRuntime(Runtime):
                 oom_killed = exit_code != 0 and api.inspect_container(container)["State"]["OOMKilled"]
         except _Infra as exc:
             if exc.error_type == "image_missing":
-                self._images.pop(env.id, None)
+                self._images.pop(env.image, None)
             if exc.error_type == "daemon_unavailable":
                 self._forget_client(api)
             return Observation(runtime=self.name, infra_error=exc.error_type, infra_reason=exc.reason,

@@ -53,8 +53,10 @@ def test_engine_stopped_mid_batch_then_back(engine):
 def test_image_removed_mid_run_then_rebuilt():
     ensure_images("coin_change")
     with DeepGym(mode="docker") as gym:
-        assert gym.run("coin_change", fenced(REFERENCE)).score == 1.0
-        subprocess.run(["docker", "rmi", "-f", image_name("coin_change")], check=True, capture_output=True)
+        first = gym.run("coin_change", fenced(REFERENCE))
+        assert first.score == 1.0
+        # By id: containers come from the id resolved first, so untagging alone would change nothing.
+        subprocess.run(["docker", "rmi", "-f", first.image_id], check=True, capture_output=True)
         try:
             outcome = gym.judge("coin_change", fenced(REFERENCE))
             assert not outcome.has_verdict and outcome.error_type == "image_missing"
