@@ -46,6 +46,8 @@ from typing import ClassVar
 
 from ..errors import DeepGymError
 
+STDERR_TAIL_BYTES = 8192
+"""How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 
 
 @dataclass(frozen=True)
