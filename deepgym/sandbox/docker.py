@@ -3,7 +3,7 @@
 A sandbox is a container whose main process is a small init of our own (:data:`INIT`, run by the image's
 ``python3``): it reaps orphans, holds no capability it could lend, and ends the container when the spec's
 ``lifetime_s`` runs out, so a sandbox outlives a dead deepgym by at most its lifetime. Commands run through
-``docker exec``; files cross as tar archives.
+``docker exec``; files cross through a small helper run by the file's owner.
 
 **Timeouts kill the whole tree, inside the container.** ``docker exec`` never kills its process when the
 client gives up (moby#9098), so at ``timeout_s`` the host starts a second exec *as the timed-out command's
@@ -16,7 +16,10 @@ stopped answering, the pids limit is full), the container is removed, and the ne
 **One-shot judging has a fast path.** :meth:`DockerProvider.run` makes ``argv`` the container's main
 process under Docker's init and carries stdin and stdout in one attached stream, which saves the exec round
 trips; ``DEEPGYM_DOCKER_EXEC=1`` (or ``DockerProvider(attach=False)``) takes the generic create-and-exec path
-instead. Both pass the same conformance and hostile suites.
+instead. Both pass the same conformance and hostile suites. One difference remains: an attached main process
+killed from outside (``docker kill``) cannot be told from one that died of SIGKILL itself, so it comes back as
+exit status 137, which :func:`~deepgym.verdict.classify` turns into ``sandbox_lost`` when the runner had not
+reported; removed from outside, it is SandboxLost on both paths.
 
 Every container carries the labels ``deepgym`` (this provider's run id) and ``deepgym.owner``
 (``host/pid-namespace/pid/start-time``). On first contact the provider removes containers whose owner process
@@ -26,15 +29,13 @@ is gone, never those of a live process; ``deepgym cleanup`` sweeps them all.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import socket
 import struct
-import tarfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -67,7 +68,34 @@ INIT = ("import os, signal, sys, time\n"
         "    if left <= 0:\n"
         "        break\n"
         "    signal.sigtimedwait({signal.SIGCHLD}, left)\n")
-KILL_ALL = ("python3", "-I", "-S", "-c", "import os, signal\nos.kill(-1, signal.SIGKILL)")
+FILE_TIMEOUT_S = 60.0
+# put PATH MODE UID GID (the data on stdin) and get PATH (prints "mode uid gid", a newline, the data), each
+# as the file's owner. Exit 2: no such file; 3: not a regular file.
+FILE_HELPER = ("python3", "-I", "-S", "-c",
+               "import os, stat, sys\n"
+               "def become(uid, gid):\n"
+               "    os.setgroups([]); os.setgid(gid); os.setuid(uid)\n"
+               "try:\n"
+               "    if sys.argv[1] == 'put':\n"
+               "        path, mode, uid, gid = sys.argv[2], *map(int, sys.argv[3:6])\n"
+               "        data = sys.stdin.buffer.read()\n"
+               "        become(uid, gid)\n"
+               "        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode & 0o777)\n"
+               "        os.write(fd, data) if data else None\n"
+               "        os.fchmod(fd, mode)\n"
+               "        os.close(fd)\n"
+               "    else:\n"
+               "        info = os.stat(sys.argv[2])\n"
+               "        if not stat.S_ISREG(info.st_mode):\n"
+               "            sys.exit(3)\n"
+               "        become(info.st_uid, info.st_gid)\n"
+               "        with open(sys.argv[2], 'rb') as f:\n"
+               "            data = f.read()\n"
+               "        sys.stdout.buffer.write(b'%d %d %d\\n' % (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid) + data)\n"
+               "except FileNotFoundError:\n"
+               "    sys.exit(2)\n")
+# kill(-1) from a shell of the target uid: every process of that uid but the shell itself, atomically.
+KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
 
 
 def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[str, str], *,
@@ -271,6 +299,8 @@ class DockerProvider(Provider):
                     exit_code = None
                 else:
                     exit_code = api.wait(container, timeout=ENGINE_GRACE_S)["StatusCode"]
+                    if exit_code != 0 and api.inspect_container(container)["State"]["Status"] in ("removing", "dead"):
+                        raise SandboxLost("the container was removed from outside under its command")
         finally:
             if container is not None:
                 self._remove(container)
@@ -370,38 +400,34 @@ class DockerSandbox(Sandbox):
         self.close()
 
     def put(self, path: str, file: File) -> None:
-        target = PurePosixPath(path)
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar:
-            info = tarfile.TarInfo(target.name)
-            info.size, info.mode, info.uid, info.gid = len(file.data), file.mode, file.uid, file.gid
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(file.data))
-        with self.provider._engine("run") as api:
-            if not api.put_archive(self.id, str(target.parent), archive.getvalue()):
-                raise SandboxLost(f"the engine did not write {path}")
+        """Written by a process of the file's owner: Docker refuses archives on a read-only root, even into a
+        tmpfs, and the sandbox's root holds no CAP_CHOWN (only CAP_SETUID and CAP_SETGID, to become the owner)."""
+        result = self.exec([*FILE_HELPER, "put", path, str(file.mode), str(file.uid), str(file.gid)],
+                           ExecOptions(stdin=file.data, user="0:0", timeout_s=FILE_TIMEOUT_S))
+        if result.exit_code != 0:
+            raise _file_error(path, result)
 
     def get(self, path: str) -> File:
-        with self.provider._engine("run") as api:
-            try:
-                chunks, _ = api.get_archive(self.id, path)
-                data = b"".join(chunks)
-            except docker.errors.NotFound as exc:
-                if api.inspect_container(self.id)["State"]["Running"]:
-                    raise FileNotFoundError(path) from exc
-                raise
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise FileNotFoundError(f"{path} is not a regular file")
-            content = tar.extractfile(member)
-            assert content is not None
-            return File(data=content.read(), mode=member.mode, uid=member.uid, gid=member.gid)
+        """Read by a process of the file's owner (the sandbox's root holds no CAP_DAC_OVERRIDE)."""
+        result = self.exec([*FILE_HELPER, "get", path], ExecOptions(user="0:0", timeout_s=FILE_TIMEOUT_S))
+        if result.exit_code != 0:
+            raise _file_error(path, result)
+        header, _, data = result.stdout.partition(b"\n")
+        mode, uid, gid = (int(field) for field in header.split())
+        return File(data=data, mode=mode, uid=uid, gid=gid)
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self.provider._remove(self.id)
+
+
+def _file_error(path: str, result: ExecResult) -> OSError:
+    if result.exit_code == 2:
+        return FileNotFoundError(path)
+    if result.exit_code == 3:
+        return FileNotFoundError(f"{path} is not a regular file")
+    return PermissionError(f"cannot access {path} in the sandbox: {result.stderr_tail.strip()[-500:]}")
 
 
 def _converse(sock: socket.socket, options: ExecOptions, deadline: float) -> tuple[bytes, bytes, bool, bool]:

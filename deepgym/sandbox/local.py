@@ -6,7 +6,7 @@ environments only, so it needs an explicit opt-in (``allow_local=True`` or ``DEE
 warns when it starts. What it does promise, and the conformance suite checks:
 
 - paths are the sandbox's: ``put``/``get`` and ``cwd`` resolve under the scratch folder (``/x`` is
-  ``<folder>/x``); argv is passed as it is;
+  ``<folder>/x``, and ``/tmp`` exists, writable by all); argv is passed as it is;
 - a timeout SIGKILLs the command's process group; when the command runs as another uid (deepgym as root),
   also every process of that uid (``kill(-1)`` from a process of that uid, as the docker provider does), which
   reaches daemonised children too. A command of your own uid that calls ``setsid()`` escapes the group kill;
@@ -34,7 +34,8 @@ from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, Prov
 OPT_IN_VARIABLE = "DEEPGYM_ALLOW_LOCAL"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LABELS_FILE = ".deepgym-labels"
-KILL_ALL = (sys.executable, "-I", "-S", "-c", "import os, signal\nos.kill(-1, signal.SIGKILL)")
+# kill(-1) from a shell of the target uid: every process of that uid but the shell itself, atomically.
+KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
 
 
 class LocalProvider(Provider):
@@ -58,6 +59,9 @@ class LocalProvider(Provider):
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         root = Path(tempfile.mkdtemp(prefix="deepgym-local-"))
+        root.chmod(0o711)  # another uid may work in it (deepgym as root), not list it
+        (root / "tmp").mkdir(mode=0o1777)
+        (root / "tmp").chmod(0o1777)  # mkdir's mode passes through the umask
         (root / LABELS_FILE).write_text("".join(f"{key}={value}\n" for key, value in spec.labels.items()))
         return LocalSandbox(root, spec)
 
