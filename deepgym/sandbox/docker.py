@@ -313,9 +313,13 @@ class DockerProvider(Provider):
         removed = 0
         with self._engine("run") as api:
             for container in api.containers(all=True, filters={"label": filters}):
-                with contextlib.suppress(docker.errors.NotFound):
+                try:
                     api.remove_container(container["Id"], force=True)
                     removed += 1
+                except docker.errors.APIError as exc:
+                    # Gone, or already being removed (by its owner, or the engine's auto-remove): not ours to count.
+                    if exc.status_code not in (404, 409):
+                        raise
         return removed
 
     def _remove(self, container: str) -> None:
