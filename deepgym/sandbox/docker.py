@@ -68,6 +68,8 @@ INIT = ("import os, signal, sys, time\n"
         "    if left <= 0:\n"
         "        break\n"
         "    signal.sigtimedwait({signal.SIGCHLD}, left)\n")
+# How long a command's death by a signal may precede the engine's record that its container stopped.
+STOP_SETTLE_S = 0.5
 FILE_TIMEOUT_S = 60.0
 # put PATH MODE UID GID (the data on stdin) and get PATH (prints "mode uid gid", a newline, the data), each
 # as the file's owner. Exit 2: no such file; 3: not a regular file.
@@ -299,7 +301,7 @@ class DockerProvider(Provider):
                     exit_code = None
                 else:
                     exit_code = api.wait(container, timeout=ENGINE_GRACE_S)["StatusCode"]
-                    if exit_code != 0 and api.inspect_container(container)["State"]["Status"] in ("removing", "dead"):
+                    if exit_code != 0 and _going(api, container):
                         raise SandboxLost("the container was removed from outside under its command")
         finally:
             if container is not None:
@@ -383,12 +385,23 @@ class DockerSandbox(Sandbox):
             while info["Running"] and time.monotonic() < give_up:
                 time.sleep(0.01)
                 info = api.exec_inspect(execution)
-            if info["ExitCode"] != 0 and not api.inspect_container(self.id)["State"]["Running"]:
+            if info["ExitCode"] != 0 and self._stopping(api, info["ExitCode"]):
                 raise SandboxLost("the container stopped under a running command (killed from outside, or its "
                                   "lifetime ran out)")
         if info["ExitCode"] is None:
             raise SandboxLost("the engine never reported the command's exit status")
         return info["ExitCode"]
+
+    def _stopping(self, api: docker.APIClient, exit_code: int) -> bool:
+        """Whether the container is stopping or stopped. A command killed by a signal may have been killed with
+        its container, whose state the engine updates a little later: watch it for STOP_SETTLE_S then."""
+        settle = time.monotonic() + (STOP_SETTLE_S if exit_code > 128 else 0.0)
+        while True:
+            if _going(api, self.id) or not api.inspect_container(self.id)["State"]["Running"]:
+                return True
+            if time.monotonic() >= settle:
+                return False
+            time.sleep(0.02)
 
     def _kill_all(self, user: str) -> None:
         """SIGKILL every process of ``user`` in the container, from inside (see the module's docstring); if
@@ -424,6 +437,12 @@ class DockerSandbox(Sandbox):
         if not self._closed:
             self._closed = True
             self.provider._remove(self.id)
+
+
+def _going(api: docker.APIClient, container: str) -> bool:
+    """Whether ``container`` is being removed (``docker rm -f`` marks it before it kills anything). Raises
+    NotFound once it is gone."""
+    return api.inspect_container(container)["State"]["Status"] in ("removing", "dead")
 
 
 def _file_error(path: str, result: ExecResult) -> OSError:

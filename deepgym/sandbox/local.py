@@ -99,10 +99,14 @@ class LocalSandbox(Sandbox):
         started = time.monotonic()
         uid, gid = (int(part) for part in (options.user or f"{os.getuid()}:{os.getgid()}").split(":"))
         other_user = (uid, gid) != (os.getuid(), os.getgid())
-        proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=self._path(options.cwd), env={"PATH": DEFAULT_PATH, **options.env},
-                                start_new_session=True, **({"user": uid, "group": gid, "extra_groups": []}
-                                                           if other_user else {}))
+        try:
+            proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    cwd=self._path(options.cwd), env={"PATH": DEFAULT_PATH, **options.env},
+                                    start_new_session=True, **({"user": uid, "group": gid, "extra_groups": []}
+                                                               if other_user else {}))
+        except OSError as exc:  # the command could not start: a shell's statuses, as in a container
+            return ExecResult(exit_code=127 if isinstance(exc, FileNotFoundError) else 126, stdout=b"",
+                              stderr_tail=str(exc), timed_out=False, elapsed_s=time.monotonic() - started)
         with self._lock:
             self._running.add(proc)
         try:
@@ -115,8 +119,8 @@ class LocalSandbox(Sandbox):
         finally:
             with self._lock:
                 self._running.discard(proc)
-        if not self.root.is_dir():
-            raise SandboxLost(f"the sandbox's folder {self.root} was removed under a running command")
+        if self._closed or not self.root.is_dir():
+            raise SandboxLost(f"the sandbox {self.root} was closed or removed under a running command")
         code = proc.returncode
         return ExecResult(exit_code=None if timed_out else (128 - code if code < 0 else code),
                           stdout=stdout[:options.stdout_limit],

@@ -21,7 +21,7 @@ from deepgym import load_environment
 from deepgym.extract import extract_code, extract_patch
 from deepgym.judging import Images, judge
 from deepgym.runner.protocol import Request
-from deepgym.sandbox import ExecOptions, File, SandboxLost
+from deepgym.sandbox import ExecOptions, File, ProviderUnavailable, SandboxLost
 from deepgym.sandbox.base import STDERR_TAIL_BYTES
 from deepgym.verdict import classify
 
@@ -240,14 +240,22 @@ def _gone(target, box) -> bool:
 
 def test_close_is_idempotent_and_leaves_nothing_behind(target):
     box = target.provider.create(target.spec())
-    running = threading.Thread(target=lambda: pytest.raises(Exception, box.exec, target.py("import time\ntime.sleep(30)"),
-                                                            options()))
+    outcome: list[object] = []
+
+    def hang() -> None:
+        try:
+            outcome.append(box.exec(target.py("import time\ntime.sleep(30)"), options()))
+        except SandboxLost as exc:
+            outcome.append(exc)
+
+    running = threading.Thread(target=hang)
     running.start()
     time.sleep(1.0)
     box.close()
     box.close()
     running.join(timeout=20)
     assert not running.is_alive(), "a command outlived its sandbox's close"
+    assert isinstance(outcome[0], SandboxLost), f"a command cut short by close came back as {outcome[0]}"
     deadline = time.monotonic() + 10
     while not _gone(target, box) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -263,3 +271,17 @@ def test_labels_allow_a_leak_sweep(target):
         assert all(_gone(target, box) for box in boxes) and not _gone(target, other)
     finally:
         other.close()
+
+
+def test_an_unreachable_provider_is_a_typed_infrastructure_error(target, monkeypatch, tmp_path):
+    if not target.name.startswith("docker"):
+        pytest.skip(f"{target.name} has no engine or API to lose")
+    from deepgym.sandbox.docker import DockerProvider
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    provider = DockerProvider(attach=target.provider.attach)
+    with pytest.raises(ProviderUnavailable):
+        provider.run(target.spec(), target.py("print(1)"), options())
+    with pytest.raises(ProviderUnavailable):
+        provider.sweep({})
+    provider.close()
