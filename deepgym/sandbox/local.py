@@ -34,6 +34,7 @@ from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, Prov
 OPT_IN_VARIABLE = "DEEPGYM_ALLOW_LOCAL"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LABELS_FILE = ".deepgym-labels"
+POLL_S = 0.2
 # kill(-1) from a shell of the target uid: every process of that uid but the shell itself, atomically.
 KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
 
@@ -109,13 +110,22 @@ class LocalSandbox(Sandbox):
                               stderr_tail=str(exc), timed_out=False, elapsed_s=time.monotonic() - started)
         with self._lock:
             self._running.add(proc)
+        deadline = started + options.timeout_s
+        stdin: bytes | None = options.stdin
         try:
-            stdout, stderr = proc.communicate(options.stdin, timeout=options.timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill(proc, (uid, gid) if other_user else None)
-            stdout, stderr = proc.communicate()
-            timed_out = True
+            while True:  # in slices, so that a sandbox removed under the command stops it
+                try:
+                    stdout, stderr = proc.communicate(stdin, timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+                    timed_out = False
+                    break
+                except subprocess.TimeoutExpired:
+                    stdin = None  # sent already; communicate() resumes where it stopped
+                    gone = self._closed or not self.root.is_dir()
+                    if gone or time.monotonic() >= deadline:
+                        _kill(proc, (uid, gid) if other_user else None)
+                        stdout, stderr = proc.communicate()
+                        timed_out = not gone
+                        break
         finally:
             with self._lock:
                 self._running.discard(proc)
