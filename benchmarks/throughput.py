@@ -2,6 +2,7 @@
 
     python benchmarks/throughput.py                       # coin_change, 64 samples, docker and local
     python benchmarks/throughput.py --env two_sum -n 200 --parallel 2 4 8
+    python benchmarks/throughput.py --modes docker docker-exec   # docker's attached fast path vs. its exec path
 
 Prints samples/s and per-sample latency (p50, p95) for each mode, and the machine it ran on. Every verdict is
 checked (right -> 1.0, wrong -> below 1.0), so a fast but wrong run cannot pass for a good one. Local mode runs
@@ -35,7 +36,9 @@ def responses(env_name: str, n: int) -> list[tuple[str, bool]]:
 
 
 def run(mode: str, env: str, samples: list[tuple[str, bool]], parallel: int) -> dict[str, float]:
-    with DeepGym(mode=mode, max_parallel=parallel) as gym:
+    """``docker-exec`` is docker judged through the generic create-and-exec path (DEEPGYM_DOCKER_EXEC=1)."""
+    os.environ["DEEPGYM_DOCKER_EXEC"] = "1" if mode == "docker-exec" else "0"
+    with DeepGym(mode=mode.removesuffix("-exec"), max_parallel=parallel) as gym:
         gym.judge(env, samples[0][0])  # warm-up: image inspection, the first connections
 
         def one(sample: tuple[str, bool]) -> tuple[float, bool]:
@@ -66,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="coin_change")
     parser.add_argument("-n", type=int, default=64, help="samples per configuration (default: %(default)s)")
-    parser.add_argument("--modes", nargs="+", default=["docker", "local"], choices=["docker", "local"])
+    parser.add_argument("--modes", nargs="+", default=["docker", "local"], choices=["docker", "docker-exec", "local"])
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
     args = parser.parse_args()
     os.environ.setdefault("DEEPGYM_ALLOW_LOCAL", "1")
@@ -74,11 +77,11 @@ def main() -> None:
     samples = responses(args.env, args.n)
     print(f"machine: {machine()}")
     print(f"environment: {args.env} ({load_environment(args.env).kind}), {args.n} samples, half right and half wrong\n")
-    print(f"{'mode':<8} {'parallel':>8} {'samples/s':>10} {'p50 s':>8} {'p95 s':>8} {'wrong verdicts':>15}")
+    print(f"{'mode':<11} {'parallel':>8} {'samples/s':>10} {'p50 s':>8} {'p95 s':>8} {'wrong verdicts':>15}")
     for mode in args.modes:
         for parallel in args.parallel:
             r = run(mode, args.env, samples, parallel)
-            print(f"{mode:<8} {parallel:>8} {r['samples_per_s']:>10.1f} {r['p50_s']:>8.3f} {r['p95_s']:>8.3f} "
+            print(f"{mode:<11} {parallel:>8} {r['samples_per_s']:>10.1f} {r['p50_s']:>8.3f} {r['p95_s']:>8.3f} "
                   f"{r['wrong_verdicts']:>15}", flush=True)
 
 

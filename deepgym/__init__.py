@@ -5,7 +5,7 @@
     gym = DeepGym(mode="docker")
     verdict = gym.run("coin_change", model_response)   # Verdict, or raises NoVerdictError
 
-Importing deepgym is cheap: docker-py and the runtimes load on first use.
+Importing deepgym is cheap: docker-py and the sandbox providers load on first use.
 """
 
 from __future__ import annotations

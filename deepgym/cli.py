@@ -17,7 +17,7 @@ from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundEr
                      ManifestError)
 from .integrations.verl_cli import add_verl_commands
 from .runner.protocol import KINDS
-from .runtime import MODES
+from .sandbox import MODES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_VERDICT = 0, 1, 2, 3
 EXIT_NO_ENGINE = EXIT_NO_VERDICT
@@ -106,10 +106,15 @@ def cmd_images_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from .runtime.docker import DockerRuntime
+    from .sandbox import ProviderUnavailable
+    from .sandbox.docker import DockerProvider
 
-    runtime = DockerRuntime()
-    removed = runtime.cleanup(everything=True)
+    try:
+        removed = DockerProvider().sweep({})
+    except ProviderUnavailable as exc:
+        raise EngineUnavailableError(f"cannot remove deepgym's containers: {exc.reason}. Fix: start the Docker "
+                                     f"engine (scripts/install-docker-engine.sh on Debian) or point DOCKER_HOST "
+                                     f"at it") from None
     print(f"removed {removed} deepgym container(s)")
     return EXIT_OK
 

@@ -1,7 +1,7 @@
 """The client: turn model responses into verdicts for an environment.
 
-``DeepGym(mode).run(env, response)`` extracts the submission, has the runtime run the environment's runner
-on it, and classifies what the runtime observed. It returns a :class:`~deepgym.verdict.Verdict` or raises
+``DeepGym(mode).run(env, response)`` extracts the submission, judges it in a fresh sandbox of the mode's
+provider (:func:`deepgym.judging.judge`), and classifies what was observed. It returns a :class:`~deepgym.verdict.Verdict` or raises
 :class:`~deepgym.verdict.NoVerdictError`. ``run_batch`` does the same for many responses in parallel and
 returns every outcome in order, so a failure never costs the samples already judged.
 """
@@ -20,8 +20,9 @@ from typing import Any, Iterable
 from .accounting import NoVerdictMonitor
 from .environments import Environment, load_environment
 from .extract import check_reasoning, extract_code, extract_patch
+from .judging import Images, judge
 from .runner.protocol import Request
-from .runtime import MODES, make_runtime
+from .sandbox import MODES, make_provider
 from .verdict import NoVerdictError, Observation, Verdict, classify
 
 log = logging.getLogger("deepgym")
@@ -73,14 +74,13 @@ class DeepGym:
         options: dict[str, Any] = {"max_parallel": self.max_parallel}
         if mode == "local":
             options["allow_local"] = allow_local
-        else:
-            options["allow_stale_image"] = allow_stale_image
-        self.runtime = make_runtime(mode, **options)
+        self.provider = make_provider(mode, **options)
+        self.images = Images(allow_stale_image=allow_stale_image)
         self.monitor = NoVerdictMonitor()
 
     @property
     def backend(self) -> str:
-        return self.runtime.name
+        return self.provider.name
 
     def judge(self, env: str | Environment, response: str, *, variant: int = 0, reasoning: str = "auto") -> Outcome:
         """The outcome for one response, returned rather than raised. Counted by ``self.monitor``, which warns
@@ -103,11 +103,11 @@ class DeepGym:
                           variant=variant, scoring=env.scoring, limits=env.limits)
         started = time.monotonic()
         try:
-            observation = self.runtime.judge(env, request)
-        except Exception as exc:  # noqa: BLE001 - runtimes never raise; if one does, it is our bug, not the model's
-            log.error("runtime %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
+            observation = judge(self.provider, env, request, self.images)
+        except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
+            log.error("provider %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
             observation = Observation(runtime=self.backend, infra_error="verifier_error",
-                                      infra_reason=f"deepgym's {self.backend} runtime failed: {exc!r}",
+                                      infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
                                       elapsed_s=time.monotonic() - started)
         outcome = classify(request, observation, env.id)
         self.monitor.record(not outcome.has_verdict, outcome.error_type)
@@ -131,8 +131,8 @@ class DeepGym:
             return BatchResult(pool.map(lambda r: self.judge(env, r, variant=variant, reasoning=reasoning), responses))
 
     def close(self) -> None:
-        """Remove any container this client still owns and close its connections."""
-        self.runtime.close()
+        """Remove any sandbox this client still owns and close its connections."""
+        self.provider.close()
 
     def __enter__(self) -> DeepGym:
         return self

@@ -27,7 +27,7 @@ def engine_answers() -> bool:
 
 def leaked_containers() -> list[str]:
     """deepgym containers whose owner is this process or a process that is gone (not another live run's)."""
-    from deepgym.runtime.docker import OWNER_LABEL, owner_alive, owner_label, pid_namespace
+    from deepgym.sandbox.docker import OWNER_LABEL, owner_alive, owner_label, pid_namespace
 
     result = subprocess.run(["docker", "ps", "-a", "--filter", "label=deepgym", "--format",
                              f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'], capture_output=True, text=True)

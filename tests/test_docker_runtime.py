@@ -1,4 +1,4 @@
-"""The docker runtime against real images: verdicts for right, wrong and hostile submissions, and the
+"""The docker provider against real images: verdicts for right, wrong and hostile submissions, and the
 infrastructure failures that must never become a score."""
 
 import os
@@ -148,10 +148,10 @@ def test_containers_are_locked_down(gym):
 
 
 def test_containers_are_removed_and_labelled(gym):
-    from deepgym.runtime.docker import LABEL, OWNER_LABEL
+    from deepgym.sandbox.docker import LABEL, OWNER_LABEL
 
-    assert gym.runtime.owner.split("/")[2] == str(os.getpid())
+    assert gym.provider.owner.split("/")[2] == str(os.getpid())
     gym.run(ENV, fenced(WRONG))
-    leftover = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={gym.runtime.run_id}"],
+    leftover = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={gym.provider.run_id}"],
                               capture_output=True, text=True).stdout.split()
     assert leftover == [] and OWNER_LABEL == "deepgym.owner"

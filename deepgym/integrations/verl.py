@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..accounting import NoVerdictMonitor
 from ..extract import check_reasoning
-from ..runtime import MODES
+from ..sandbox import MODES
 from ..verdict import NoVerdictError
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def reset_clients() -> None:
     for client in clients:
         try:
             client.close()
-        except Exception:  # noqa: BLE001 - closing is best effort; the runtime's reaper removes leftovers
+        except Exception:  # noqa: BLE001 - closing is best effort; the provider's reaper removes leftovers
             log.debug("closing a deepgym client failed", exc_info=True)
 
 

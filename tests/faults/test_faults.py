@@ -71,7 +71,7 @@ def judge_while(gym: DeepGym, env: str, code: str, action) -> object:
     result: dict[str, object] = {}
     thread = threading.Thread(target=lambda: result.setdefault("outcome", gym.judge(env, fenced(code))))
     thread.start()
-    action(wait_for_container(gym.runtime.run_id))
+    action(wait_for_container(gym.provider.run_id))
     thread.join(timeout=120)
     return result["outcome"]
 

@@ -1,0 +1,135 @@
+"""One judging path over any sandbox: the request goes to the runner on its stdin, the runner runs in a fresh
+sandbox of the environment's image, and what came back becomes an :class:`~deepgym.verdict.Observation`.
+
+:func:`judge` never decides a verdict (:func:`~deepgym.verdict.classify` does, from the runner's own facts),
+and never raises for a failure of the sandbox or its provider: that is the observation's ``infra_error``.
+The same code serves every provider; Docker's attached main process is only a faster
+:meth:`~deepgym.sandbox.Provider.run`.
+
+Images are resolved once per environment by :class:`Images` and sandboxes start from the resolved id, never
+from the tag, so a verdict's ``image_id`` is the image that judged it even when the tag moves mid-run. An
+image built from other environment files than the host's (its content-hash label differs) is refused
+(``image_stale``, no verdict) unless the caller allows it knowingly; then every verdict it gives says
+``image_status: stale``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .environments import Environment
+from .images import HASH_LABEL, content_hash, hash_status
+from .runner.protocol import Request
+from .sandbox import ExecOptions, ImageMissing, Provider, SandboxError, SandboxSpec
+from .verdict import Observation
+
+log = logging.getLogger("deepgym")
+ENVIRONMENT_LABEL = "deepgym.environment"
+# The runner, the init and the kernel's bookkeeping need a little beyond the submission's own limits.
+RUNNER_MEMORY_MB = 128
+RUNNER_PIDS = 8
+# The host's deadline for a sample is the runner's own (Limits.host_deadline_s) plus the time a sandbox may
+# take to start on a busy engine.
+START_GRACE_S = 20.0
+STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
+# The image's entry point, spelled out: the one command every image-based provider runs.
+IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
+# Local mode runs the host's runner, from the same deepgym as this process (``-I`` ignores PYTHONPATH, so the
+# package's own folder is put first explicitly).
+LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
+                "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+                "runpy.run_module('deepgym.runner', run_name='__main__', alter_sys=True)")
+
+
+class ImageStale(SandboxError):
+    """The image was built from other environment files than the host's."""
+
+    error_type = "image_stale"
+
+
+def runner_argv(provider: Provider, env: Environment) -> list[str]:
+    """The runner's command line in ``provider``'s sandboxes: the one place that knows each mode's."""
+    if provider.name == "local":
+        return [*LOCAL_RUNNER, str(Path(__file__).resolve().parent.parent), "--unconfined", "--env-dir",
+                str(env.tests_dir)]
+    return list(IMAGE_RUNNER)
+
+
+def sandbox_spec(env: Environment, image_id: str) -> SandboxSpec:
+    """The sandbox for one sample of ``env``: the manifest's limits plus the runner's margins."""
+    limits = env.limits
+    return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + RUNNER_MEMORY_MB,
+                       pids=limits.pids + RUNNER_PIDS, cpus=limits.cpus, nofile=limits.nofile,
+                       tmpfs_mb=limits.tmpfs_mb, lifetime_s=limits.host_deadline_s + 2 * START_GRACE_S,
+                       labels={ENVIRONMENT_LABEL: env.id})
+
+
+class Images:
+    """Each environment's image as (id, status), resolved once per client and image name (a new DEEPGYM_TAG
+    names another image; a tag moved mid-run does not). A refusal and a missing image are not remembered, so
+    an image built or rebuilt mid-run is taken up by the next sample."""
+
+    def __init__(self, *, allow_stale_image: bool | None = None):
+        self.allow_stale_image = (allow_stale_image if allow_stale_image is not None
+                                  else os.environ.get(STALE_OPT_IN_VARIABLE) == "1")
+        self._resolved: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, provider: Provider, env: Environment) -> tuple[str, str]:
+        """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable."""
+        with self._lock:
+            known = self._resolved.get(env.image)
+        if known is not None:
+            return known
+        try:
+            image = provider.image(env.image)
+        except ImageMissing:
+            raise ImageMissing(f"{env.image} is not built; build it with `deepgym images build {env.id}`") from None
+        status = hash_status(image.labels.get(HASH_LABEL), content_hash(env.id))
+        if status == "stale" and not self.allow_stale_image:
+            raise ImageStale(f"{env.image} was built from other files of environment {env.id!r} than this host's "
+                             f"(the prompt and limits would not match its hidden tests); rebuild it with "
+                             f"`deepgym images build {env.id}`, or judge with it knowingly: allow_stale_image=True "
+                             f"or {STALE_OPT_IN_VARIABLE}=1")
+        if status == "stale":
+            log.warning("judging %s with stale image %s (allowed): every verdict says image_status 'stale'",
+                        env.id, env.image)
+        with self._lock:
+            self._resolved[env.image] = (image.id, status)
+        return image.id, status
+
+    def forget(self, env: Environment) -> None:
+        with self._lock:
+            self._resolved.pop(env.image, None)
+
+
+def judge(provider: Provider, env: Environment, request: Request, images: Images) -> Observation:
+    """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
+
+    The host's deadline (the runner's own plus START_GRACE_S) is the exec's timeout; a command killed there
+    has ``deadline_hit`` and no exit status, and the runner's heartbeats say whose fault it was."""
+    started = time.monotonic()
+    image_id: str | None = None
+    image_status: str | None = None
+    try:
+        if provider.name == "local":
+            spec = sandbox_spec(env, "host")
+        else:
+            image_id, image_status = images.resolve(provider, env)
+            spec = sandbox_spec(env, image_id)
+        result = provider.run(spec, runner_argv(provider, env),
+                              ExecOptions(stdin=request.to_json().encode() + b"\n",
+                                          timeout_s=request.limits.host_deadline_s + START_GRACE_S))
+    except SandboxError as exc:
+        if isinstance(exc, ImageMissing):
+            images.forget(env)
+        return Observation(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
+                           elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
+    return Observation(runtime=provider.name, exit_code=result.exit_code, deadline_hit=result.timed_out,
+                       stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
+                       image_id=image_id, image_status=image_status)

@@ -1,0 +1,217 @@
+"""The sandbox interface: what every place that runs untrusted code (Docker, this host, a remote provider)
+offers deepgym, and nothing more.
+
+A :class:`Provider` creates a :class:`Sandbox` from an image and a :class:`SandboxSpec`. A sandbox can
+:meth:`~Sandbox.exec` an argv (options in :class:`ExecOptions`, the outcome an :class:`ExecResult`),
+:meth:`~Sandbox.put` and :meth:`~Sandbox.get` a :class:`File`, and :meth:`~Sandbox.close`. Those are every
+provider's common ground: Daytona, E2B, Modal and Apple ``container`` all create from an image, exec with a
+timeout, upload, download and delete; none attaches to a main process. Options live in frozen dataclasses so
+that these signatures never grow.
+
+A non-zero exit status, a timeout or output over the cap is data in the :class:`ExecResult`. An
+infrastructure failure is a :class:`SandboxError` whose ``error_type`` is a no-verdict type of
+:data:`deepgym.runner.protocol.ERROR_TYPES`; each provider translates its client's errors into them in one
+place. Nothing here decides a verdict: :func:`deepgym.verdict.classify` does, from the runner's own facts.
+
+How each consumer uses it::
+
+    # one-shot judging (deepgym.judging): a fresh sandbox per sample, the request on the runner's stdin
+    result = provider.run(spec, ["python3", "-m", "deepgym_runner"],
+                          ExecOptions(stdin=request_json, timeout_s=deadline))
+    observation = observe(result)                     # then classify(request, observation, env)
+
+    # a session: one sandbox per episode, many commands, the verifier in the same sandbox at the end
+    box = provider.create(spec)
+    try:
+        for action in actions:
+            shown = box.exec(["bash", "-lc", action], ExecOptions(user="10000:10000", timeout_s=step_s))
+        verdict = judge_in(box, final_request)
+    finally:
+        box.close()
+
+    # a warm pool: long-lived sandboxes, each sample under its own uid and scratch directory
+    boxes = [provider.create(spec) for _ in range(size)]
+    result = boxes[i].exec(runner_argv, ExecOptions(stdin=request_with_uid_and_scratch, timeout_s=deadline))
+
+    # a remote provider: the same calls; only how the sandbox is made differs
+    provider = make_provider("daytona")               # spec.lifetime_s becomes the provider's own TTL
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..errors import DeepGymError
+
+STDERR_TAIL_BYTES = 8192
+"""How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """How to make one sandbox. Limits are the sandbox's own (the runner's share included); a provider maps
+    each to its own terms, or refuses with ``sandbox_start_failure`` when it cannot honour one."""
+
+    image: str
+    """An image reference the provider can start: a local image id, or a registry reference with a digest."""
+    memory_mb: int = 640
+    """Memory and swap together; the kernel's OOM killer acts past it."""
+    pids: int = 72
+    cpus: float = 1.0
+    nofile: int = 256
+    tmpfs_mb: int = 64
+    """The size of the writable, ``noexec`` scratch space at ``/tmp`` (the root file system is read-only)."""
+    network: bool = False
+    """False: no interface but loopback, no DNS. Untrusted code never gets a network."""
+    lifetime_s: float = 3600.0
+    """The sandbox is removed after this long even if deepgym dies (a provider TTL, or the reaper)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels that find the sandbox again: the run id and the owner, for a leak sweep."""
+    user: str = "0:0"
+    """The uid:gid that processes run as unless an exec says otherwise (the runner starts as root)."""
+    capabilities: tuple[str, ...] = ("SETUID", "SETGID", "KILL")
+    """The only capabilities the sandbox's processes may hold; the runner drops them before untrusted code."""
+
+
+@dataclass(frozen=True)
+class ExecOptions:
+    """How to run one command."""
+
+    timeout_s: float
+    """The host's backstop: past it the command's whole process tree is killed and ``timed_out`` is True.
+    Untrusted work has a shorter limit of its own inside the sandbox (the runner's)."""
+    stdin: bytes = b""
+    user: str | None = None
+    """uid:gid, default the spec's ``user``."""
+    cwd: str = "/"
+    env: Mapping[str, str] = field(default_factory=dict)
+    """The whole environment of the command (nothing is inherited), besides a default ``PATH``."""
+    stdout_limit: int = 64 << 20
+    """stdout beyond this many bytes is dropped (``ExecResult.stdout_truncated``)."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one command did. ``exit_code`` is None when it is unknown: the command was killed at its timeout,
+    or the sandbox went away under it (a provider may raise SandboxLost instead)."""
+
+    exit_code: int | None
+    stdout: bytes
+    stderr_tail: str
+    timed_out: bool
+    elapsed_s: float
+    stdout_truncated: bool = False
+
+
+@dataclass(frozen=True)
+class File:
+    """A file's bytes, mode and owner, for :meth:`Sandbox.put` and :meth:`Sandbox.get`."""
+
+    data: bytes
+    mode: int = 0o644
+    uid: int = 0
+    gid: int = 0
+
+
+class SandboxError(DeepGymError):
+    """An infrastructure failure of a sandbox or its provider. ``error_type`` is a no-verdict type:
+    ``daemon_unavailable``, ``image_missing``, ``sandbox_start_failure`` or ``sandbox_lost``."""
+
+    error_type: ClassVar[str] = "sandbox_lost"
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"{self.error_type}: {reason}")
+
+
+class ProviderUnavailable(SandboxError):
+    """The engine or the provider's API cannot be reached, or refused our credentials."""
+
+    error_type = "daemon_unavailable"
+
+
+class ImageMissing(SandboxError):
+    """The provider has no such image."""
+
+    error_type = "image_missing"
+
+
+class StartFailure(SandboxError):
+    """The sandbox could not be created or started."""
+
+    error_type = "sandbox_start_failure"
+
+
+class SandboxLost(SandboxError):
+    """The sandbox was removed, killed or lost its connection after it started."""
+
+    error_type = "sandbox_lost"
+
+
+class Sandbox(ABC):
+    """One live sandbox. Thread-safe for concurrent :meth:`exec` calls; a context manager that closes it."""
+
+    id: str
+
+    @abstractmethod
+    def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """Run ``argv`` (no shell) and wait for it under ``options.timeout_s``. Raises SandboxError only for
+        an infrastructure failure; any exit status, a timeout or an output flood is in the result."""
+
+    @abstractmethod
+    def put(self, path: str, file: File) -> None:
+        """Write ``file`` at ``path`` (absolute; its folder exists) with its mode and owner."""
+
+    @abstractmethod
+    def get(self, path: str) -> File:
+        """Read the file at ``path``. Raises FileNotFoundError when there is none."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Remove the sandbox and everything in it. Idempotent; never raises (a leftover is the sweep's)."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image as the provider knows it: its id (what a SandboxSpec should name) and its labels."""
+
+    id: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class Provider(ABC):
+    """Makes sandboxes. Thread-safe; one per process and mode is enough."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def image(self, ref: str) -> Image:
+        """Resolve ``ref`` (a tag or a digest reference) to the image a sandbox would start from. Raises
+        ImageMissing or ProviderUnavailable."""
+
+    @abstractmethod
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        """A new, started sandbox. Raises ImageMissing, StartFailure or ProviderUnavailable."""
+
+    def run(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """``argv`` in a fresh sandbox that is removed afterwards: one-shot judging. A provider that can make
+        ``argv`` the sandbox's main process (Docker's attach) overrides this when it is measurably faster;
+        both ways must pass the same conformance and hostile suites."""
+        with self.create(spec) as box:
+            return box.exec(argv, options)
+
+    @abstractmethod
+    def sweep(self, labels: Mapping[str, str]) -> int:
+        """Remove every sandbox carrying all of ``labels``; returns how many. Raises ProviderUnavailable."""
+
+    def close(self) -> None:  # noqa: B027 - most providers hold nothing to release
+        """Release connections. Sandboxes still open are the caller's to close."""

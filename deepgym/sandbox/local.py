@@ -1,0 +1,171 @@
+"""The local provider: a sandbox is a scratch folder on this host, and commands are host subprocesses.
+
+It isolates nothing: commands run as you (or, when deepgym runs as root, as the exec's user), with your
+files, your network and no memory, pids or CPU limit of the sandbox's own. It is for developing
+environments only, so it needs an explicit opt-in (``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``) and
+warns when it starts. What it does promise, and the conformance suite checks:
+
+- paths are the sandbox's: ``put``/``get`` and ``cwd`` resolve under the scratch folder (``/x`` is
+  ``<folder>/x``, and ``/tmp`` exists, writable by all); argv is passed as it is;
+- a timeout SIGKILLs the command's process group; when the command runs as another uid (deepgym as root),
+  also every process of that uid (``kill(-1)`` from a process of that uid, as the docker provider does), which
+  reaches daemonised children too. A command of your own uid that calls ``setsid()`` escapes the group kill;
+- ``close`` kills what is still running and removes the folder; a removed folder is SandboxLost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import LocalModeNotAllowedError
+from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, Provider, Sandbox, SandboxLost,
+                   SandboxSpec)
+
+OPT_IN_VARIABLE = "DEEPGYM_ALLOW_LOCAL"
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+LABELS_FILE = ".deepgym-labels"
+POLL_S = 0.2
+# kill(-1) from a shell of the target uid: every process of that uid but the shell itself, atomically.
+KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
+
+
+class LocalProvider(Provider):
+    """Scratch folders under the system's temporary directory, labelled by a file inside each."""
+
+    name = "local"
+
+    def __init__(self, *, allow_local: bool | None = None, max_parallel: int = 0):
+        allowed = allow_local if allow_local is not None else os.environ.get(OPT_IN_VARIABLE) == "1"
+        if not allowed:
+            raise LocalModeNotAllowedError(
+                "mode='local' runs model-written code on this host as your user, with no isolation. It is for "
+                f"developing environments only. Opt in with DeepGym(mode='local', allow_local=True) or "
+                f"{OPT_IN_VARIABLE}=1, or use mode='docker'.")
+        warnings.warn("deepgym local mode: submissions run UNCONFINED on this host as your user. Never train "
+                      "with it.", RuntimeWarning, stacklevel=3)
+
+    def image(self, ref: str) -> Image:
+        """Local commands run the host's own files: every reference resolves to itself."""
+        return Image(id=ref)
+
+    def create(self, spec: SandboxSpec) -> LocalSandbox:
+        root = Path(tempfile.mkdtemp(prefix="deepgym-local-"))
+        root.chmod(0o711)  # another uid may work in it (deepgym as root), not list it
+        (root / "tmp").mkdir(mode=0o1777)
+        (root / "tmp").chmod(0o1777)  # mkdir's mode passes through the umask
+        (root / LABELS_FILE).write_text("".join(f"{key}={value}\n" for key, value in spec.labels.items()))
+        return LocalSandbox(root, spec)
+
+    def sweep(self, labels: Mapping[str, str]) -> int:
+        wanted = {f"{key}={value}" for key, value in labels.items()}
+        removed = 0
+        for folder in Path(tempfile.gettempdir()).glob("deepgym-local-*"):
+            try:
+                carried = set((folder / LABELS_FILE).read_text().splitlines())
+            except OSError:
+                continue
+            if wanted <= carried:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+        return removed
+
+
+class LocalSandbox(Sandbox):
+    """One scratch folder and the subprocesses running in it."""
+
+    def __init__(self, root: Path, spec: SandboxSpec):
+        self.root = root
+        self.id = root.name
+        self.spec = spec
+        self._running: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _path(self, path: str) -> Path:
+        if not self.root.is_dir():
+            raise SandboxLost(f"the sandbox's folder {self.root} was removed")
+        return self.root / path.lstrip("/")
+
+    def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        started = time.monotonic()
+        uid, gid = (int(part) for part in (options.user or f"{os.getuid()}:{os.getgid()}").split(":"))
+        other_user = (uid, gid) != (os.getuid(), os.getgid())
+        try:
+            proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    cwd=self._path(options.cwd), env={"PATH": DEFAULT_PATH, **options.env},
+                                    start_new_session=True, **({"user": uid, "group": gid, "extra_groups": []}
+                                                               if other_user else {}))
+        except OSError as exc:  # the command could not start: a shell's statuses, as in a container
+            return ExecResult(exit_code=127 if isinstance(exc, FileNotFoundError) else 126, stdout=b"",
+                              stderr_tail=str(exc), timed_out=False, elapsed_s=time.monotonic() - started)
+        with self._lock:
+            self._running.add(proc)
+        deadline = started + options.timeout_s
+        stdin: bytes | None = options.stdin
+        try:
+            while True:  # in slices, so that a sandbox removed under the command stops it
+                try:
+                    stdout, stderr = proc.communicate(stdin, timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+                    timed_out = False
+                    break
+                except subprocess.TimeoutExpired:
+                    stdin = None  # sent already; communicate() resumes where it stopped
+                    gone = self._closed or not self.root.is_dir()
+                    if gone or time.monotonic() >= deadline:
+                        _kill(proc, (uid, gid) if other_user else None)
+                        stdout, stderr = proc.communicate()
+                        timed_out = not gone
+                        break
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+        if self._closed or not self.root.is_dir():
+            raise SandboxLost(f"the sandbox {self.root} was closed or removed under a running command")
+        code = proc.returncode
+        return ExecResult(exit_code=None if timed_out else (128 - code if code < 0 else code),
+                          stdout=stdout[:options.stdout_limit],
+                          stderr_tail=stderr[-STDERR_TAIL_BYTES:].decode("utf-8", "replace"), timed_out=timed_out,
+                          elapsed_s=time.monotonic() - started, stdout_truncated=len(stdout) > options.stdout_limit)
+
+    def put(self, path: str, file: File) -> None:
+        target = self._path(path)
+        target.write_bytes(file.data)
+        os.chmod(target, file.mode)
+        if (file.uid, file.gid) != (os.getuid(), os.getgid()):
+            os.chown(target, file.uid, file.gid)
+
+    def get(self, path: str) -> File:
+        target = self._path(path)
+        data = target.read_bytes()
+        info = target.stat()
+        return File(data=data, mode=info.st_mode & 0o7777, uid=info.st_uid, gid=info.st_gid)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            running = list(self._running)
+        for proc in running:
+            _kill(proc, None)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _kill(proc: subprocess.Popen, user: tuple[int, int] | None) -> None:
+    """SIGKILL the command's process group and, for a command of another uid, every process of that uid."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if user is not None:
+        subprocess.run(KILL_ALL, user=user[0], group=user[1], extra_groups=[], capture_output=True, check=False)

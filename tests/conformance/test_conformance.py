@@ -1,0 +1,287 @@
+"""What every sandbox provider promises, checked against the real thing (see conftest.py for choosing the
+providers). Docker runs every check both ways: through Provider.run's attached main process and through the
+generic create-and-exec path. Local mode isolates nothing; where it cannot promise a property the check is
+an expected failure that says exactly why, never a pass."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from deepgym import load_environment
+from deepgym.extract import extract_code, extract_patch
+from deepgym.judging import Images, judge
+from deepgym.runner.protocol import Request
+from deepgym.sandbox import ExecOptions, File, ProviderUnavailable, SandboxLost
+from deepgym.sandbox.base import STDERR_TAIL_BYTES
+from deepgym.verdict import classify
+
+ROOT = Path(__file__).resolve().parents[2]
+SUBMISSION = "10000:10000"
+
+
+def options(**fields) -> ExecOptions:
+    return ExecOptions(**{"timeout_s": 30.0, **fields})
+
+
+def test_stdin_is_delivered(target):
+    data = os.urandom(3 << 20)
+    result = target.provider.run(target.spec(), target.py("import sys\nsys.stdout.buffer.write(sys.stdin.buffer.read())"),
+                                 options(stdin=data))
+    assert (result.exit_code, result.timed_out, result.stdout == data) == (0, False, True)
+
+
+@pytest.mark.parametrize("code", [0, 1, 3, 42, 255])
+def test_exit_codes_come_back_intact(target, code):
+    result = target.provider.run(target.spec(), target.py(f"import sys\nsys.exit({code})"), options())
+    assert (result.exit_code, result.timed_out) == (code, False)
+
+
+def test_a_command_killed_by_a_signal_exits_128_plus_it(target):
+    result = target.provider.run(target.spec(), target.py("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"),
+                                 options())
+    assert (result.exit_code, result.timed_out) == (137, False)
+
+
+def test_env_cwd_and_user_are_the_execs(target):
+    if target.name == "local" and os.getuid() != 0:
+        pytest.xfail("local runs commands as you: another uid needs deepgym to run as root")
+    code = "import json, os\nprint(json.dumps([os.environ.get('CONFORMANCE'), os.getcwd(), os.getuid(), os.getgid()]))"
+    result = target.provider.run(target.spec(), target.py(code),
+                                 options(env={"CONFORMANCE": "yes"}, cwd="/tmp", user=SUBMISSION))
+    value, cwd, uid, gid = json.loads(result.stdout)
+    assert (value, uid, gid) == ("yes", 10000, 10000) and cwd.endswith("/tmp")
+
+
+def test_output_caps_hold(target):
+    code = "import sys\nsys.stdout.buffer.write(b'o' * (8 << 20))\nsys.stderr.buffer.write(b'e' * 100000 + b'END')"
+    result = target.provider.run(target.spec(), target.py(code), options(stdout_limit=1 << 20))
+    assert result.exit_code == 0 and result.stdout_truncated and result.stdout == b"o" * (1 << 20)
+    assert len(result.stderr_tail) <= STDERR_TAIL_BYTES and result.stderr_tail.endswith("END")
+
+
+def test_a_command_past_its_timeout_is_killed_with_no_exit_status(target):
+    result = target.provider.run(target.spec(), target.py("import time\nprint('up', flush=True)\ntime.sleep(60)"),
+                                 options(timeout_s=2.0))
+    assert result.timed_out and result.exit_code is None and result.stdout == b"up\n"
+    assert 2.0 <= result.elapsed_s < 10.0
+
+
+# A command that leaves a daemon behind (double fork, setsid, stdio closed) and then hangs: its pid comes first.
+DAEMONISE = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        while True:
+            time.sleep(0.1)
+    os._exit(0)
+os.wait()
+time.sleep(0.3)
+print(max(int(p) for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid == os.getuid()
+          and open('/proc/' + p + '/stat').read().split()[5] == p), flush=True)
+time.sleep(60)
+"""
+ALIVE = "import os, sys\ntry:\n    os.kill(int(sys.argv[1]), 0)\nexcept ProcessLookupError:\n    sys.exit(1)\n"
+
+
+@pytest.mark.parametrize("user", [SUBMISSION, "0:0"], ids=["unprivileged", "root"])
+def test_a_timeout_kills_the_whole_tree_daemons_included(target, user):
+    if target.name == "local":
+        if os.getuid() != 0:
+            pytest.xfail("local can only kill the process group of a command of your own uid; a setsid() daemon "
+                         "escapes it")
+        if user == "0:0":
+            pytest.xfail("local kills a root command's process group only (root's kill(-1) would stop the host); "
+                         "a setsid() daemon escapes it")
+    with target.provider.create(target.spec()) as box:
+        result = box.exec(target.py(DAEMONISE), options(timeout_s=3.0, user=user, cwd="/tmp"))
+        daemon = int(result.stdout)
+        assert result.timed_out and result.exit_code is None
+        time.sleep(0.5)
+        check = box.exec([*target.py(ALIVE), str(daemon)], options(user="0:0"))
+        assert check.exit_code == 1, f"daemon {daemon} of {user} survived the timeout"
+        assert box.exec(target.py("print('still usable')"), options()).stdout == b"still usable\n"
+
+
+NETWORK = """
+import json, os, socket
+def tcp():
+    s = socket.create_connection(('1.1.1.1', 53), timeout=2)
+def udp():
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('8.8.8.8', 53))
+def dns():
+    socket.getaddrinfo('example.com', 80)
+found = {'interfaces': sorted(os.listdir('/sys/class/net'))}
+for name, probe in [('tcp', tcp), ('udp', udp), ('dns', dns)]:
+    try:
+        probe()
+        found[name] = 'open'
+    except OSError as exc:
+        found[name] = type(exc).__name__
+print(json.dumps(found))
+"""
+
+
+def test_no_network(target):
+    target.only_isolated("no network: its commands use the host's interfaces, routes and resolver")
+    found = json.loads(target.provider.run(target.spec(), target.py(NETWORK), options()).stdout)
+    assert found["interfaces"] == ["lo"] and "open" not in (found["tcp"], found["udp"], found["dns"]), found
+
+
+def test_the_memory_limit_holds(target):
+    target.only_isolated("a memory limit of the sandbox (the runner limits its submissions per process only)")
+    code = "x = bytearray(256 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint('allocated')"
+    result = target.provider.run(target.spec(memory_mb=96), target.py(code), options())
+    assert result.exit_code not in (0, None) and b"allocated" not in result.stdout
+
+
+def test_the_pids_limit_holds(target):
+    target.only_isolated("a pids limit of the sandbox (the runner limits its submissions per process only)")
+    code = ("import os, time\nmade = 0\nfor _ in range(64):\n    try:\n        pid = os.fork()\n    except OSError:\n"
+            "        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n    made += 1\nprint(made)")
+    result = target.provider.run(target.spec(pids=16), target.py(code), options())
+    assert result.exit_code == 0 and int(result.stdout) < 16
+
+
+def test_a_file_round_trip_keeps_bytes_modes_and_owners(target):
+    if target.name == "local" and os.getuid() != 0:
+        pytest.xfail("local can give a file to another owner only when deepgym runs as root")
+    with target.provider.create(target.spec()) as box:
+        files = {"/tmp/mine": File(os.urandom(70000), mode=0o600, uid=10000, gid=10000),
+                 "/tmp/roots": File(b"#!/bin/sh\n", mode=0o755), "/tmp/empty": File(b"", mode=0o640, uid=10000, gid=0)}
+        for path, file in files.items():
+            box.put(path, file)
+        for path, file in files.items():
+            assert box.get(path) == file, path
+        read = box.exec(target.py("import sys\nsys.stdout.buffer.write(open('mine', 'rb').read())"),
+                        options(user=SUBMISSION, cwd="/tmp"))
+        assert read.stdout == files["/tmp/mine"].data, "the owner reads its file from inside"
+        with pytest.raises(FileNotFoundError):
+            box.get("/tmp/none")
+
+
+def _attack_table():
+    spec = importlib.util.spec_from_file_location("conformance_attacks", ROOT / "tests" / "hostile" / "attacks.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return [attack for attack in module.ATTACKS if attack.category == "forgery"]
+
+
+@pytest.mark.parametrize("attack", _attack_table(), ids=lambda attack: attack.id)
+def test_the_verdict_cannot_be_forged_from_inside(target, attack):
+    target.only_isolated("an unforgeable verdict: the submission runs as the runner's user and can reach its "
+                         "channel")
+    env = load_environment(attack.env)
+    code = (extract_patch(attack.response) if env.kind == "patch"
+            else extract_code(attack.response, entry_point=env.entry_point))
+    request = Request(nonce=os.urandom(16).hex(), kind=env.kind, submission=code, entry_point=env.entry_point,
+                      scoring=env.scoring, limits=env.limits)
+    outcome = classify(request, judge(target.provider, env, request, Images()), env.id)
+    assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
+
+
+def _remove_from_outside(target, box) -> None:
+    if target.name == "local":
+        shutil.rmtree(box.root)
+    else:
+        subprocess.run(["docker", "rm", "-f", box.id], check=True, capture_output=True)
+
+
+def _kill_from_outside(target, box) -> None:
+    if target.name == "local":
+        pytest.xfail("local cannot tell a command killed from outside from one that died of SIGKILL itself")
+    subprocess.run(["docker", "kill", box.id], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("how", [_remove_from_outside, _kill_from_outside], ids=["removed", "killed"])
+def test_a_sandbox_lost_mid_exec_is_a_typed_infrastructure_error(target, how):
+    with target.provider.create(target.spec()) as box:
+        if how is _kill_from_outside and target.name == "local":
+            how(target, box)
+        threading.Timer(1.0, how, (target, box)).start()
+        with pytest.raises(SandboxLost):
+            box.exec(target.py("import time\ntime.sleep(30)"), options())
+
+
+def test_an_attached_run_removed_mid_run_is_a_typed_infrastructure_error(target):
+    if target.name != "docker-attach":
+        pytest.skip("the attached main process is docker's Provider.run only; the others run through create+exec")
+    from deepgym.sandbox.docker import LABEL
+
+    def remove() -> None:
+        found = subprocess.run(["docker", "ps", "-q", "--filter", f"label={LABEL}={target.provider.run_id}"],
+                               capture_output=True, text=True).stdout.split()
+        subprocess.run(["docker", "rm", "-f", *found], capture_output=True)
+
+    threading.Timer(1.5, remove).start()
+    with pytest.raises(SandboxLost):
+        target.provider.run(target.spec(), target.py("import time\ntime.sleep(30)"), options())
+
+
+def _gone(target, box) -> bool:
+    if target.name == "local":
+        return not box.root.exists()
+    return subprocess.run(["docker", "inspect", box.id], capture_output=True).returncode != 0
+
+
+def test_close_is_idempotent_and_leaves_nothing_behind(target):
+    box = target.provider.create(target.spec())
+    outcome: list[object] = []
+
+    def hang() -> None:
+        try:
+            outcome.append(box.exec(target.py("import time\ntime.sleep(30)"), options()))
+        except SandboxLost as exc:
+            outcome.append(exc)
+
+    running = threading.Thread(target=hang)
+    running.start()
+    time.sleep(1.0)
+    box.close()
+    box.close()
+    running.join(timeout=20)
+    assert not running.is_alive(), "a command outlived its sandbox's close"
+    assert isinstance(outcome[0], SandboxLost), f"a command cut short by close came back as {outcome[0]}"
+    deadline = time.monotonic() + 10
+    while not _gone(target, box) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(target, box)
+
+
+def test_labels_allow_a_leak_sweep(target):
+    label = {"deepgym.conformance": os.urandom(4).hex()}
+    boxes = [target.provider.create(target.spec(labels=label)) for _ in range(2)]
+    other = target.provider.create(target.spec())
+    try:
+        assert target.provider.sweep(label) == 2
+        assert all(_gone(target, box) for box in boxes) and not _gone(target, other)
+    finally:
+        other.close()
+
+
+def test_an_unreachable_provider_is_a_typed_infrastructure_error(target, monkeypatch, tmp_path):
+    if not target.name.startswith("docker"):
+        pytest.skip(f"{target.name} has no engine or API to lose")
+    from deepgym.sandbox.docker import DockerProvider
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    provider = DockerProvider(attach=target.provider.attach)
+    with pytest.raises(ProviderUnavailable):
+        provider.run(target.spec(), target.py("print(1)"), options())
+    with pytest.raises(ProviderUnavailable):
+        provider.sweep({})
+    provider.close()
