@@ -446,7 +446,11 @@ class Sandbox:
     def _sweep(self) -> None:
         if self.confined:
             for uid in self.uids:
-                kill_uid(uid)
+                try:
+                    kill_uid(uid)
+                except BlockingIOError:  # the uids hold every pid the sandbox allows: no killer can be forked
+                    self._signal_members(signal.SIGSTOP)
+                    self._signal_members(signal.SIGKILL)
             return
         for pid in self.members():
             try:
@@ -458,6 +462,24 @@ class Sandbox:
                 os.killpg(sid, signal.SIGKILL)
             except OSError:
                 pass
+
+    def _signal_members(self, sig: int) -> None:
+        """Send ``sig`` to each process of the request's uids, one by one: the fallback when the pids are used
+        up (a fork bomb), for which stopping them all first keeps the sweep ahead of their forks. A pidfd pins
+        each process, and its uid is checked through /proc after it is pinned, so a pid reused by someone
+        else's process in between is never signalled."""
+        for pid in self.members():
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if os.stat(f"/proc/{pid}").st_uid in self.uids:
+                    signal.pidfd_send_signal(pidfd, sig)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
 
     def _alive(self) -> list[int]:
         return [pid for pid in self.members() if (stat := _stat(pid)) is not None and stat.state != "Z"]
