@@ -39,14 +39,19 @@ def coin_change(coins, amount):
     raise RuntimeError(f"SUB {status('self')} gid={os.getgid()} groups={os.getgroups()} RUNNER {status(os.getppid())} "
                        f"SCRATCH {scratch} {info.st_uid} {oct(info.st_mode & 0o7777)}")
 '''
-# A daemonized grandchild that outlives its worker unless the runner kills the whole uid.
-DAEMONIZE = '''import os, time
+# A daemonized grandchild that outlives its worker unless the runner kills the whole uid, made non-dumpable
+# (its /proc files then show root as their owner).
+DAEMONIZE = '''import ctypes, os, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
         time.sleep(600)
     os._exit(0)
 '''
+# Prints the real uid of every process left (/proc/<pid>/status: the owner of /proc/<pid> may be root's).
+UIDS = ("""python3 -c 'import glob; print("UIDS", sorted({int(l.split()[1]) for f in glob.glob("/proc/[0-9]*/status") """
+        """for l in open(f) if l.startswith("Uid:")}))'""")
 NONE, KEEP = "0000000000000000", "00000000000000e0"  # KILL, SETGID, SETUID
 
 
@@ -141,7 +146,7 @@ def test_samples_in_one_sandbox_are_killed_and_measured_by_their_own_uids():
         printf %s "$SECOND" | {RUNNER}
         kill -0 $daemon && echo DAEMON-ALIVE
         kill -0 $other && echo OTHER-ALIVE
-        python3 -c 'import os; print("UIDS", sorted({{os.stat("/proc/" + p).st_uid for p in os.listdir("/proc") if p.isdigit()}}))'
+        {UIDS}
         echo TMP $(ls -A /tmp)
     """
     stdout = sandbox(("--cap-add", "ALL"), ["sh", "-c", script],
@@ -186,3 +191,29 @@ def test_a_runner_killed_mid_run_leaves_no_done_and_reads_as_a_vanished_sandbox(
     assert IN_PLAY in seen and HEARTBEAT in seen and REPORT not in seen and DONE not in seen, seen
     outcome = classify(sleeper, Observation(runtime="provider", exit_code=None, stdout=stdout), ENV)
     assert not outcome.has_verdict and outcome.error_type == "sandbox_lost", outcome.to_dict()
+
+
+@pytest.mark.docker
+def test_the_runner_counts_the_oom_kills_it_sees_in_its_facts():
+    # Processes that together outgrow the container: the kernel's OOM killer takes some, the runner counts them.
+    hogs = ("import os, time\ndef coin_change(coins, amount):\n    for _ in range(20):\n        if os.fork() == 0:\n"
+            "            x = bytearray(400 * 1024**2)\n            time.sleep(100)\n    time.sleep(100)")
+    bomb = request(hogs, "oom")
+    stdout = sandbox(("--cap-drop", "ALL", "--cap-add", "SETUID", "--cap-add", "SETGID", "--cap-add", "KILL",
+                      "--init", "--memory", "640m", "--memory-swap", "640m"),
+                     ["python3", "-I", "-B", "-m", "deepgym_runner"], stdin=bomb.to_json().encode())
+    report = the_report(stdout, "oom")
+    assert report["error_type"] == "solution_oom", report["details"]
+    seen = events(stdout, "oom")
+    counts = [beat["oom_kills"] for beat in seen[HEARTBEAT]] + [seen[DONE][0]["oom_kills"]]
+    assert counts == sorted(counts) and counts[0] == 0 and counts[-1] >= 1, counts
+
+
+@pytest.mark.docker
+def test_a_daemon_left_alone_by_its_worker_is_killed_by_its_uid():
+    # The worker exits at once; only the non-dumpable grandchild is left to kill, found by its uid alone.
+    hiding = request(DAEMONIZE + "os._exit(3)\n", "hiding", uid=25000)
+    stdout = sandbox(("--cap-add", "ALL"), ["sh", "-c", f'printf %s "$REQUEST" | {RUNNER}; {UIDS}'],
+                     env={"REQUEST": hiding.to_json()})
+    assert the_report(stdout, "hiding")["error_type"] == "solution_error"
+    assert re.search(r"UIDS \[(.*)\]", stdout.decode()).group(1) == "0", stdout.decode()[-500:]

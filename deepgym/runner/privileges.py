@@ -107,11 +107,14 @@ def as_user(uid: int, action: Callable[[], int], timeout_s: float = 5.0) -> int:
     can and nothing more. The uid's own processes can reach it, so it is made harmless to them: its stdin,
     stdout and stderr are /dev/null and it holds no other descriptor (nothing to forge a report with), the
     kernel makes it non-dumpable when its uid changes (no ptrace, no /proc/<pid>/mem), and one that they
-    stop or slow is killed at ``timeout_s`` instead of hanging the runner."""
+    stop or slow is killed at ``timeout_s`` instead of hanging the runner. It is the first victim of an OOM
+    kill, before the runner it was forked from (whose memory it shares), should forking it fill the sandbox."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child; it only makes system calls and leaves by _exit
         code = 125
         try:
+            with open("/proc/self/oom_score_adj", "w") as adj:  # a fork under memory pressure: it, not the runner
+                adj.write("1000")
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)

@@ -46,7 +46,7 @@ DONE = "done"
 HEARTBEAT_FIELDS = ("wall_s", "runner_cpu_s", "submission_cpu_s")
 # ... and these, each a number or null when the runner cannot measure it.
 OPTIONAL_FACTS = ("oom_kills", "cpu_stall_s")
-# Seconds between heartbeats. About 90 bytes each: an hour of judging writes some 300 KiB, far below what the
+# Seconds between heartbeats. About 150 bytes each: an hour of judging writes some 530 KiB, far below what the
 # host keeps of the runner's stdout.
 HEARTBEAT_S = 1.0
 

@@ -181,6 +181,16 @@ def _stat(pid: int | str) -> _Stat | None:
                  (ticks[1] + ticks[3]) / CLK_TCK, int(parts[19]), sum(ticks[:2]) / CLK_TCK)
 
 
+def process_uid(pid: int | str) -> int | None:
+    """The real uid of ``pid`` (/proc/<pid>/status), or None when it is gone: the uid a kill(-1) switched to
+    that uid reaches, whatever the process did to its effective uid or its dumpable flag."""
+    text = _read(Path(f"/proc/{pid}/status"))
+    if text is None:
+        return None
+    line = next((line for line in text.splitlines() if line.startswith("Uid:")), None)
+    return None if line is None else int(line.split()[1])
+
+
 def _memory_peak(pid: int) -> tuple[int, int] | None:
     """(peak resident memory, RLIMIT_AS) of ``pid`` in bytes, or None when unknown or unlimited."""
     status, limits = _read(Path(f"/proc/{pid}/status")), _read(Path(f"/proc/{pid}/limits"))
@@ -332,11 +342,8 @@ class Sandbox:
             if pid == os.getpid() or pid == 1:
                 continue
             if self.confined:
-                try:
-                    if os.stat(f"/proc/{pid}").st_uid in self.uids:
-                        pids.append(pid)
-                except OSError:
-                    continue
+                if process_uid(pid) in self.uids:
+                    pids.append(pid)
             else:
                 st = _stat(pid)
                 if st is not None and st.session in self._sessions:
@@ -386,11 +393,7 @@ class Sandbox:
             pid = int(token)
             if pid in (own, init):
                 continue
-            stat = _stat(pid)
-            try:
-                uid = os.stat(f"/proc/{pid}").st_uid
-            except OSError:
-                uid = None
+            stat, uid = _stat(pid), process_uid(pid)
             if stat is None and uid is None and pid != 0:
                 continue  # it exited while we looked
             if uid not in self.uids and (stat is None or stat.ppid != own):
@@ -445,7 +448,7 @@ class Sandbox:
 
     def _sweep(self) -> None:
         if self.confined:
-            for uid in self.uids:
+            for uid in self._live_uids():  # none alive: none can appear, and no killer need be forked
                 try:
                     kill_uid(uid)
                 except BlockingIOError:  # the uids hold every pid the sandbox allows: no killer can be forked
@@ -474,7 +477,7 @@ class Sandbox:
             except OSError:
                 continue
             try:
-                if os.stat(f"/proc/{pid}").st_uid in self.uids:
+                if process_uid(pid) in self.uids:
                     signal.pidfd_send_signal(pidfd, sig)
             except OSError:
                 pass
@@ -483,6 +486,9 @@ class Sandbox:
 
     def _alive(self) -> list[int]:
         return [pid for pid in self.members() if (stat := _stat(pid)) is not None and stat.state != "Z"]
+
+    def _live_uids(self) -> set[int]:
+        return {process_uid(pid) for pid in self._alive()} & self.uids
 
     def kill_all(self) -> None:
         """SIGKILL every untrusted process, including daemonized grandchildren, and reap our children.
