@@ -85,7 +85,7 @@ def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
     sandbox = Sandbox(confined, request.uid, request.applier)
     sandbox.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
-    workspace = Workspace.create(sandbox, request.scratch, scratch_root)
+    workspace = Workspace.create(sandbox, request.scratch, scratch_root, applier=request.kind == "patch")
     if isinstance(workspace, str):
         return no_verdict("verifier_error", f"the request's scratch directory: {workspace}")
     started = time.monotonic()

@@ -210,6 +210,7 @@ def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, workspace: Wo
         raise _RunFailed("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
 
     stage = _stage(env_dir, workspace.runner, diff.data)
+    assert workspace.applier is not None, "patch tasks get the applier's folder"
     work = Path(workspace.applier)
     on_in_play()
     try:

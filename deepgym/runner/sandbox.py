@@ -310,6 +310,7 @@ class Sandbox:
         self._offset: float | None = None
         self._last_cpu_s = 0.0
         self._init_cpu0 = self._init_cpu_s()
+        self._cgroup_ours()
         self._oom0 = self.oom_kills()
         self._psi0 = psi_cpu_stall_s()
 
@@ -427,18 +428,20 @@ class Sandbox:
             return self._last_cpu_s
 
     def oom_kills(self) -> int | None:
-        """The cgroup's OOM kill count, or None unless the cgroup holds only ours (as for the CPU time)."""
-        return cgroup_oom_kills() if self.confined and self._cgroup_ours() else None
+        """The cgroup's OOM kill count, or None unless the cgroup held only ours when last checked (every
+        :meth:`cpu_s`, which each tick and heartbeat reads first: one check per tick keeps ticks cheap)."""
+        return cgroup_oom_kills() if self.confined and self._cgroup_trusted else None
 
     def memory_limit_hits(self) -> int | None:
-        """The cgroup's memory limit hits, or None unless the cgroup holds only ours."""
-        return cgroup_memory_limit_hits() if self.confined and self._cgroup_ours() else None
+        """The cgroup's memory limit hits, or None unless the cgroup held only ours when last checked."""
+        return cgroup_memory_limit_hits() if self.confined and self._cgroup_trusted else None
 
     def facts(self) -> dict[str, float | int | None]:
         """The submission's side of a heartbeat: its CPU seconds, the OOM kills in the runner's cgroup and the
         CPU stall (PSI), each since this sandbox was made; None where unknown."""
+        cpu_s = self.cpu_s()
         oom, psi = self.oom_kills(), psi_cpu_stall_s()
-        return {"submission_cpu_s": round(self.cpu_s(), 3),
+        return {"submission_cpu_s": round(cpu_s, 3),
                 "oom_kills": None if oom is None or self._oom0 is None else oom - self._oom0,
                 "cpu_stall_s": None if psi is None or self._psi0 is None else round(psi - self._psi0, 3)}
 
@@ -782,44 +785,47 @@ class Workspace:
 
     ``scratch`` is the submission's (the request's uid, 0700): its processes' working directory, HOME and
     TMPDIR. ``runner`` is the runner's (root, 0711): what the submission may read but not change, such as a
-    program's code, in folders the judge makes readable. ``applier`` is the patch applier's (its uid, 0755):
-    the patched tree, which the submission's tests read but cannot change. Each is created and removed with
-    its owner's rights, so the runner needs neither CAP_CHOWN nor CAP_DAC_OVERRIDE."""
+    program's code, in folders the judge makes readable. ``applier`` is the patch applier's (its uid, 0755;
+    patch tasks only): the patched tree, which the submission's tests read but cannot change. Each is created
+    and removed with its owner's rights, so the runner needs neither CAP_CHOWN nor CAP_DAC_OVERRIDE."""
 
     scratch: str
     runner: str
-    applier: str
+    applier: str | None
 
     @classmethod
-    def create(cls, sandbox: Sandbox, scratch: str | None, root: str) -> Workspace | str:
-        """The workspace under ``root`` with the submission's folder at ``scratch`` (None: a fresh name), or
-        why it cannot be made (the host's bug: an existing scratch folder, a root the uid cannot write)."""
+    def create(cls, sandbox: Sandbox, scratch: str | None, root: str, applier: bool) -> Workspace | str:
+        """The workspace under ``root`` with the submission's folder at ``scratch`` (None: a fresh name) and,
+        with ``applier`` (patch tasks), the applier's; or why it cannot be made (the host's bug: an existing
+        scratch folder, a root the uid cannot write). Each folder costs a fork, so only patch tasks get two."""
         token = os.urandom(8).hex()
         scratch = scratch or os.path.join(root, f"deepgym-{token}")
-        applier = os.path.join(root, f"deepgym-applier-{token}")
+        applier_dir = os.path.join(root, f"deepgym-applier-{token}") if applier else None
+        folders = [(sandbox.uid, scratch, 0o700)] + ([(sandbox.applier_uid, applier_dir, 0o755)] if applier_dir else [])
         if not sandbox.confined:
             if os.path.lexists(scratch):
                 return f"{scratch} exists already; the runner creates the scratch directory itself"
-            os.mkdir(scratch, 0o700)
-            os.mkdir(applier, 0o755)
+            for _uid, path, mode in folders:
+                os.mkdir(path, mode)
         else:
-            for uid, path, mode in ((sandbox.uid, scratch, 0o700), (sandbox.applier_uid, applier, 0o755)):
+            for uid, path, mode in folders:
                 problem = make_dir(uid, path, mode)
                 if problem is not None:
-                    if path == applier:
+                    if path == applier_dir:
                         remove_dir(sandbox.uid, scratch)
                     return problem
         runner = tempfile.mkdtemp(prefix="deepgym-runner-", dir=root)
         os.chmod(runner, 0o711)
-        sandbox.homes = {sandbox.uid: scratch, sandbox.applier_uid: applier}
-        return cls(scratch, runner, applier)
+        sandbox.homes = {sandbox.uid: scratch, **({sandbox.applier_uid: applier_dir} if applier_dir else {})}
+        return cls(scratch, runner, applier_dir)
 
     def remove(self, sandbox: Sandbox) -> None:
         """Remove every folder, each with its owner's rights. Call after :meth:`Sandbox.kill_all`."""
         shutil.rmtree(self.runner, ignore_errors=True)
-        if not sandbox.confined:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            shutil.rmtree(self.applier, ignore_errors=True)
-            return
-        remove_dir(sandbox.uid, self.scratch)
-        remove_dir(sandbox.applier_uid, self.applier)
+        for uid, path in ((sandbox.uid, self.scratch), (sandbox.applier_uid, self.applier)):
+            if path is None:
+                continue
+            if sandbox.confined:
+                remove_dir(uid, path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
