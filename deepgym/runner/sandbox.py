@@ -46,6 +46,8 @@ _CPU_FILES = ((CGROUP_ROOT / "cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.sta
 _MEMORY_FILES = ((CGROUP_ROOT / "memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
 # Seconds kill_all keeps sweeping before it gives up on processes that will not die (zombies nobody reaps).
 KILL_WAIT_S = 2.0
+# Seconds a sweep lets the processes it signalled die before it forks the atomic killer for any left.
+SWEEP_SETTLE_S = 0.1
 
 
 def _read(path: Path) -> str | None:
@@ -451,29 +453,26 @@ class Sandbox:
 
     def _sweep(self) -> None:
         if self.confined:
-            for uid in self._live_uids():  # none alive: none can appear, and no killer need be forked
+            # First from the runner itself, through pidfds: this needs no new process, so it works while the
+            # submission still holds every byte of the sandbox's memory or every pid (a fork under a full
+            # memory cgroup would make the OOM killer choose between the runner and its copy).
+            self._signal_members(signal.SIGSTOP)
+            self._signal_members(signal.SIGKILL)
+            deadline = time.monotonic() + SWEEP_SETTLE_S
+            while self._alive() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            # Then the atomic sweep of each uid still alive (one forked between the two passes, say).
+            for uid in self._live_uids():
                 try:
                     kill_uid(uid)
-                except BlockingIOError:  # the uids hold every pid the sandbox allows: no killer can be forked
-                    self._signal_members(signal.SIGSTOP)
-                    self._signal_members(signal.SIGKILL)
+                except BlockingIOError:  # the uids hold every pid the sandbox allows: the next round retries
+                    pass
             return
-        for pid in self.members():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for sid in self._sessions:
-            try:
-                os.killpg(sid, signal.SIGKILL)
-            except OSError:
-                pass
-
     def _signal_members(self, sig: int) -> None:
-        """Send ``sig`` to each process of the request's uids, one by one: the fallback when the pids are used
-        up (a fork bomb), for which stopping them all first keeps the sweep ahead of their forks. A pidfd pins
-        each process, and its uid is checked through /proc after it is pinned, so a pid reused by someone
-        else's process in between is never signalled."""
+        """Send ``sig`` to each process of the request's uids, one by one (stopping them all first keeps the
+        sweep ahead of a fork bomb; :func:`privileges.kill_uid` then gets what was forked in between). A
+        pidfd pins each process, and its uid is checked through /proc after it is pinned, so a pid reused by
+        someone else's process in between is never signalled."""
         for pid in self.members():
             try:
                 pidfd = os.pidfd_open(pid)
@@ -496,9 +495,10 @@ class Sandbox:
     def kill_all(self) -> None:
         """SIGKILL every untrusted process, including daemonized grandchildren, and reap our children.
 
-        Confined, each of the request's uids is swept by ``kill(-1)`` from a child switched to it
-        (:func:`privileges.kill_uid`): atomic, so a fork bomb cannot outrun it, and nothing of another uid is
-        touched. Sweeps repeat until /proc shows none of them alive. Unconfined, each session we started
+        Confined, the runner stops and kills each process of the request's uids through a pidfd, then sweeps
+        each uid still alive by ``kill(-1)`` from a child switched to it (:func:`privileges.kill_uid`):
+        atomic, so a fork bomb cannot outrun it, and nothing of another uid is touched. Sweeps repeat until
+        /proc shows none of them alive. Unconfined, each session we started
         is killed."""
         self._sweep()
         for proc in self._procs:
