@@ -5,45 +5,59 @@ an ``error_type`` saying what the submission did wrong (``solution_timeout`` amo
 :class:`NoVerdictError`: the infrastructure failed and the sample must not be trained on, never as a 0.
 
 Every runtime reports what it saw as an :class:`Observation`; :func:`classify` alone turns that into an
-outcome. The rows of its table, in order:
+outcome, from the runner's own facts (its events on the nonce channel: ``in_play``, heartbeats with its CPU,
+the submission's CPU and the OOM kills it counted, the report and a final ``done``) and from three things
+any provider can tell: whether it failed, whether the host's deadline fired, and the runner's exit status if
+it knows it (None when it does not: killed, lost, removed). No provider's conventions (Docker's OOMKilled,
+exit 137/143) enter it. The rows of its table, in order:
 
 ====  ===========================================================  =============================
 row   observation                                                  outcome
 ====  ===========================================================  =============================
 1     the runtime failed (daemon, image, start, sandbox vanished)   no verdict, the runtime's type
 2     a runner line with our nonce is not valid JSON, or a          no verdict, verifier_error
-      heartbeat without its numbers
-3     more than one report                                         no verdict, verifier_error
+      heartbeat or ``done`` without its facts
+3     more than one report, or more than one ``done``              no verdict, verifier_error
 4     report says no verdict with a known no-verdict type          no verdict, that type
 5     report is not a well-formed scored report                    no verdict, verifier_error
 6     report's score is not a finite number in [0, 1]              no verdict, invalid_score
 7     well-formed scored report                                    scored, as reported
-8     no report, sandbox OOM-killed, submission in play            scored 0, solution_oom
-9     no report, sandbox OOM-killed before the submission ran      no verdict, verifier_error
-10a   no report, host deadline hit, submission in play, no         no verdict, sandbox_lost
+8     no report, but ``done``: the runner ended on its own          no verdict, verifier_error
+9a    no report, host deadline hit, submission in play, no         no verdict, sandbox_lost
       heartbeat after the runner's budget (it fell silent)
-10b   ... the runner's own CPU grew by 1/3 of a CPU or more         no verdict, verifier_timeout
+9b    ... the runner's own CPU grew by 1/3 of a CPU or more         no verdict, verifier_timeout
       over its last heartbeats (it hung on its own)
-10c   ... the runner's did not, the submission's did (the           scored 0, solution_timeout
+9c    ... the runner's did not, the submission's did (the           scored 0, solution_timeout
       submission starved its own runner)
-10d   ... neither grew by 1/3 of a CPU (the host starved the        no verdict, host_overloaded
+9d    ... neither grew by 1/3 of a CPU (the host starved the        no verdict, host_overloaded
       sandbox)
-11    no report, host deadline hit before the submission ran       no verdict, verifier_timeout
-12    no report, killed by a signal (exit 137/143)                 no verdict, sandbox_lost
-13    no report, anything else                                     no verdict, verifier_error
+10    no report, host deadline hit before the submission ran       no verdict, verifier_timeout
+11    no report, exit status unknown, the runner's heartbeats      scored 0, solution_oom
+      counted an OOM kill in its sandbox after ``in_play``
+12    no report, an OOM kill counted, no submission in play        no verdict, verifier_error
+13    no report, no ``done``, exit status unknown                  no verdict, sandbox_lost
+14    no report, exit status known                                 no verdict, verifier_error
 ====  ===========================================================  =============================
 
 The runner enforces every limit itself and keeps its own schedule inside its budget
 (:attr:`Limits.runner_budget_s`), well before the host's deadline, so a missed deadline means the runner
-was kept from reporting. Row 10 asks by what, from facts the runner sent, not the runtime's: its heartbeats
-(every second, from a thread of its own) carry its own CPU time and the submission's. Between the last
-heartbeat within the budget and the last one after it, a runner that got a third of a CPU was not starved
-and hung on its own (hidden tests that loop, a bug of ours): no verdict. Otherwise a submission that got a
-third of a CPU starved its own runner (a fork bomb of busy processes, say), scored 0; a sandbox where
-neither did was starved by the host, and a runner with no heartbeat after its budget cannot be measured at
-all: both no verdict. Nothing is ever scored on a guess. A host too busy to judge fairly while the
-runner still runs is detected by the runner itself (``host_overloaded``, row 4). Rows 12-13 cannot be the submission's
-doing: it runs as another user and cannot signal the runner, so a dead runner without an OOM kill is ours.
+was kept from reporting. Row 9 asks by what, from its heartbeats (every second, from a thread of its own),
+which carry its own CPU time and the submission's. Between the last heartbeat within the budget and the last
+one after it, a runner that got a third of a CPU was not starved and hung on its own (hidden tests that
+loop, a bug of ours): no verdict. Otherwise a submission that got a third of a CPU starved its own runner (a
+fork bomb of busy processes, say), scored 0; a sandbox where neither did was starved by the host, and a
+runner with no heartbeat after its budget cannot be measured at all: both no verdict. Nothing is ever
+scored on a guess. A host too busy to judge fairly while the runner still runs is detected by the runner
+itself (``host_overloaded``, row 4).
+
+Row 11 is the whole sandbox running out of memory: the runner keeps the submission's processes first in
+line for the OOM killer and reports their deaths itself, so it dies without a report only when the kernel
+killed it too, and its heartbeats already counted an OOM kill with the submission in play (the counts come
+from the runner's cgroup, and only while nothing but the runner and the request's uids live in it). An OOM
+kill that took the runner before any heartbeat counted one reads as a lost sandbox (row 13): no verdict,
+never a guessed 0. Rows 13-14 cannot be the submission's doing: it runs as another user and cannot signal
+the runner, so a runner gone without a report is ours, and without ``done`` or an exit status it is a
+sandbox that vanished.
 
 The error-type vocabulary lives in :data:`deepgym.runner.protocol.ERROR_TYPES`, shared with the runner.
 """
@@ -54,8 +68,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import DeepGymError
-from .runner.protocol import (ERROR_TYPES, HEARTBEAT, HEARTBEAT_FIELDS, IN_PLAY, REPORT, Limits, Request,
-                              finite_score, is_scored, parse_events)
+from .runner.protocol import (DONE, ERROR_TYPES, HEARTBEAT, HEARTBEAT_FIELDS, IN_PLAY, OPTIONAL_FACTS, REPORT,
+                              Limits, Request, finite_score, is_scored, parse_events)
 
 __all__ = ["ERROR_TYPES", "CaseResult", "NoVerdictError", "Observation", "Verdict", "classify", "is_scored"]
 
@@ -145,7 +159,13 @@ def _restore(cls: type[NoVerdictError], args: tuple, state: dict[str, Any]) -> N
 @dataclass(frozen=True)
 class Observation:
     """What a runtime saw while running the runner for one request. Runtimes fill it; only
-    :func:`classify` interprets it."""
+    :func:`classify` interprets it.
+
+    ``exit_code`` is the runner's own exit status, or None when the runtime does not know one: the runner or
+    its sandbox was killed (by a signal, the OOM killer, the host's deadline), removed or lost. A runtime
+    translates its provider's conventions (Docker's 128 + signal) into None itself. ``oom_killed`` is not
+    read by :func:`classify` (the runner's heartbeats count OOM kills); it stays until the docker runtime
+    stops setting it."""
 
     runtime: str
     infra_error: str | None = None
@@ -182,44 +202,74 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
     events = parse_events(obs.stdout, request.nonce)
     if any(event.get("event") == "malformed" for event in events):  # row 2
         return no_verdict("verifier_error", "the runner wrote a line that is not valid JSON")
-    heartbeats = [event for event in events if event.get("event") == HEARTBEAT]
-    if not all(_is_heartbeat(beat) for beat in heartbeats):  # row 2
-        return no_verdict("verifier_error", "the runner wrote a heartbeat without its numbers")
+    facts = [event for event in events if event.get("event") in (HEARTBEAT, DONE)]
+    if not all(_has_facts(event) for event in facts):  # row 2
+        return no_verdict("verifier_error", f"the runner wrote a {HEARTBEAT} or {DONE} event without its facts")
+    heartbeats = [event for event in facts if event["event"] == HEARTBEAT]
     reports = [event.get("report") for event in events if event.get("event") == REPORT]
-    if len(reports) > 1:  # row 3
-        return no_verdict("verifier_error", f"the runner wrote {len(reports)} reports")
+    done = len(facts) - len(heartbeats)
+    if len(reports) > 1 or done > 1:  # row 3
+        return no_verdict("verifier_error", f"the runner wrote {len(reports)} reports and {done} done events")
     if reports:
         return _from_report(reports[0], request, obs, environment, no_verdict)
 
-    in_play = any(event.get("event") == IN_PLAY for event in events)
-    suffix = f" (exit status {obs.exit_code}){_stderr(obs)}"
-    if obs.oom_killed:
-        if in_play:  # row 8
-            return zero("solution_oom", "the whole sandbox ran out of memory while the submission ran")
-        return no_verdict("verifier_error", "the sandbox ran out of memory before the submission ran" + suffix)  # row 9
+    suffix = f"{_exit(obs)}{_stderr(obs)}"
+    if done:  # row 8
+        return no_verdict("verifier_error", "the runner ended on its own without a report" + suffix)
+    in_play = next((index for index, event in enumerate(events) if event.get("event") == IN_PLAY), None)
     if obs.deadline_hit:
-        if in_play:  # row 10
+        if in_play is not None:  # row 9
             error_type, why = _missed_deadline(request.limits, heartbeats)
             return zero(error_type, why) if is_scored(error_type) else no_verdict(error_type, why)
         return no_verdict("verifier_timeout", "the runner did not report before the host's deadline, "
-                                              "and no submission code had run")  # row 11
-    if obs.exit_code in (137, 143):  # row 12
-        return no_verdict("sandbox_lost", "the sandbox was killed from outside before the runner reported" + suffix)
-    return no_verdict("verifier_error", "the runner ended without a report" + suffix)  # row 13
+                                              "and no submission code had run")  # row 10
+    before, after = _oom_kills(events, in_play)
+    if after > before and obs.exit_code is None:  # row 11
+        return zero("solution_oom", f"the sandbox ran out of memory while the submission ran: the runner counted "
+                                    f"{after - before} OOM kill(s) and then ended without a report")
+    if before:  # row 12
+        return no_verdict("verifier_error", f"the runner counted {before} OOM kill(s) before any submission code ran "
+                                            f"and ended without a report" + suffix)
+    if obs.exit_code is None:  # row 13
+        return no_verdict("sandbox_lost", "the runner's sandbox vanished: its events stop without a report or a "
+                                          "final done, and the runtime knows no exit status" + _stderr(obs))
+    return no_verdict("verifier_error", "the runner ended without a report" + suffix)  # row 14
 
 
-def _is_heartbeat(event: dict[str, Any]) -> bool:
-    return all(isinstance(event.get(name), (int, float)) and not isinstance(event.get(name), bool)
-               for name in HEARTBEAT_FIELDS)
+def _has_facts(event: dict[str, Any]) -> bool:
+    """Whether a heartbeat or done event carries every fact: numbers, and numbers or null for the optional."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    return all(number(event.get(name)) for name in HEARTBEAT_FIELDS) and \
+        all(name in event and (event[name] is None or number(event[name])) for name in OPTIONAL_FACTS)
+
+
+def _oom_kills(events: list[dict[str, Any]], in_play: int | None) -> tuple[int, int]:
+    """(OOM kills the runner counted before ``in_play``, the most it counted at all) from its heartbeats;
+    counts are cumulative, null where the runner could not count."""
+    before = after = 0
+    for index, event in enumerate(events):
+        count = event.get("oom_kills") if event.get("event") == HEARTBEAT else None
+        if count is None:
+            continue
+        if in_play is None or index < in_play:
+            before = max(before, count)
+        after = max(after, count)
+    return before, after
+
+
+def _exit(obs: Observation) -> str:
+    return "" if obs.exit_code is None else f" (exit status {obs.exit_code})"
 
 
 def _missed_deadline(limits: Limits, heartbeats: list[dict[str, Any]]) -> tuple[str, str]:
     """(error_type, why) for a runner that missed the host's deadline with the submission in play (rows
-    10a-10d), from the heartbeats between the last one within the runner's budget and the last one after it:
+    9a-9d), from the heartbeats between the last one within the runner's budget and the last one after it:
     the stretch in which the runner should already have reported."""
     budget = limits.runner_budget_s
     late = [beat for beat in heartbeats if beat["wall_s"] > budget]
-    if not late:  # row 10a
+    if not late:  # row 9a
         heard = f"its last heartbeat came {heartbeats[-1]['wall_s']:.1f}s in" if heartbeats else "it sent no heartbeat"
         return "sandbox_lost", (f"the runner missed the host's deadline and fell silent ({heard}, its budget is "
                                 f"{budget:g}s): nothing tells whose fault it was")
@@ -230,11 +280,11 @@ def _missed_deadline(limits: Limits, heartbeats: list[dict[str, Any]]) -> tuple[
     submission = (end["submission_cpu_s"] - start["submission_cpu_s"]) / span if span > 0 else 0.0
     shares = (f"from {start['wall_s']:.1f}s to {end['wall_s']:.1f}s the runner got {runner:.0%} of a CPU and the "
               f"submission {submission:.0%}")
-    if runner >= 1 / Limits.WALL_FACTOR:  # row 10b
+    if runner >= 1 / Limits.WALL_FACTOR:  # row 9b
         return "verifier_timeout", f"the runner hung on its own past the host's deadline: {shares}"
-    if submission >= 1 / Limits.WALL_FACTOR:  # row 10c
+    if submission >= 1 / Limits.WALL_FACTOR:  # row 9c
         return "solution_timeout", f"the submission kept its runner from reporting before the host's deadline: {shares}"
-    return "host_overloaded", f"the runner missed the host's deadline while the host starved the sandbox: {shares}"  # row 10d
+    return "host_overloaded", f"the runner missed the host's deadline while the host starved the sandbox: {shares}"  # row 9d
 
 
 def _stderr(obs: Observation) -> str:

@@ -6,6 +6,6 @@ container's entry point; the ``local`` runtime runs the same code as a host subp
 unprivileged processes, and writes one report to its own stdout, which the submission never shares.
 
 Modules: ``protocol`` (the wire format and the error-type vocabulary), ``sandbox`` (spawning, limiting,
-measuring and killing untrusted processes), ``worker`` (the untrusted side's bootstrap for function tasks),
+measuring and killing untrusted processes), ``privileges`` (the runner's capabilities, and acting as a uid), ``worker`` (the untrusted side's bootstrap for function tasks),
 ``function`` (judging function tasks), ``judge`` (scoring and the report).
 """

@@ -1,7 +1,10 @@
-"""Entry point: ``python3 -m deepgym_runner [--request FILE] [--env-dir DIR] [--unconfined]``.
+"""Entry point: ``python3 -m deepgym_runner [--request FILE] [--env-dir DIR] [--scratch-root DIR] [--unconfined]``.
 
 Reads one request (stdin by default), writes protocol events to stdout, exits 0 whenever it wrote a report
-(whatever the verdict) and 2 when the request itself was unreadable.
+and the final ``done`` event (whatever the verdict) and 2 when the request itself was unreadable.
+
+Confined, the runner first drops every privilege it does not need (:func:`privileges.drop_privileges`), then
+checks the image and the request's uids and scratch folder; any of them wrong is a no-verdict report.
 """
 
 from __future__ import annotations
@@ -14,15 +17,15 @@ import threading
 import traceback
 
 from . import judge
-from .protocol import REPORT, REQUIRED_FILES, STARTED, Request, event_line
-from .sandbox import SUBMISSION_UID
+from .privileges import drop_privileges
+from .protocol import DONE, REPORT, REQUIRED_FILES, SCRATCH_ROOT, STARTED, Request, event_line
 
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
 
 
 def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
     """Why this image cannot judge fairly, or None. Shipped self-check: a misbuilt image (hidden tests the
-    submission could read, a runner without the right to switch users) gives no verdict, never a score."""
+    submission could read, a runner that is not root) gives no verdict, never a score."""
     if not os.path.isdir(env_dir):
         return f"the hidden tests directory {env_dir} does not exist"
     for required in REQUIRED_FILES.get(kind, ()):
@@ -33,9 +36,7 @@ def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
         if info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
             return f"{env_dir} is readable by other users (mode {stat.S_IMODE(info.st_mode):o}); rebuild the image"
         if os.geteuid() != 0:
-            return "the runner must start as root (with only CAP_SETUID, CAP_SETGID and CAP_KILL) to confine submissions"
-        if SUBMISSION_UID == os.geteuid():
-            return "the submission user must differ from the runner's"
+            return "the runner must start as root (with at least CAP_SETUID, CAP_SETGID and CAP_KILL) to confine submissions"
     return None
 
 
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deepgym_runner", description=__doc__)
     parser.add_argument("--request", help="read the request from this file instead of stdin")
     parser.add_argument("--env-dir", default=DEFAULT_ENV_DIR, help="the hidden tests (default: %(default)s)")
+    parser.add_argument("--scratch-root", default=SCRATCH_ROOT,
+                        help="the folder that holds each sample's scratch folders (default: %(default)s)")
     parser.add_argument("--unconfined", action="store_true",
                         help="run submissions as this user, without isolation (the local runtime only)")
     args = parser.parse_args(argv)
@@ -64,16 +67,23 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(event_line(request.nonce, event, payload))
             sys.stdout.flush()
 
+    heartbeat = judge.Heartbeat(emit)
+    confined = not args.unconfined
     try:
-        problem = environment_problem(args.env_dir, request.kind, confined=not args.unconfined)
+        problem = environment_problem(args.env_dir, request.kind, confined)
+        if problem is None and confined:
+            problem = drop_privileges()
+        if problem is None:
+            problem = request.problem(os.geteuid() if confined else -1, args.scratch_root)
         if problem is not None:
             report = judge.no_verdict("verifier_error", problem)
         else:
             emit(STARTED)
-            report = judge.run(request, args.env_dir, not args.unconfined, emit)
+            report = judge.run(request, args.env_dir, confined, args.scratch_root, emit, heartbeat)
     except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
         report = judge.no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
     emit(REPORT, {"report": report})
+    emit(DONE, heartbeat.facts())
     return 0
 
 

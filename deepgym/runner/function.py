@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .channels import Fault, Reply, shown, worker_reply
 from .protocol import Limits
-from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, failure
+from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, Workspace, failure
 
 
 def _finite(number: int | float) -> bool:
@@ -149,7 +149,7 @@ def load_cases_module(env_dir: str) -> ModuleType:
     return module
 
 
-def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every hidden case. Returns (case results, number of cases, submission CPU seconds)."""
     hidden = load_cases_module(env_dir)
@@ -179,7 +179,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
                 "error_type": None if passed else "wrong_answer", "error": error}
 
     budget = Budget(request.limits)
-    results = run_calls(sandbox, request.limits, budget, ("function", scratch_root, "/"),
+    results = run_calls(sandbox, request.limits, budget, ("function", workspace.scratch, "/"),
                         {"code": request.submission, "entry_point": request.entry_point}, cases,
                         lambda case: {"args": case["args"]}, judge_reply, fail, on_in_play, fail_fast)
     return results, len(cases), budget.usage.cpu_s

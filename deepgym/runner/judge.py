@@ -11,15 +11,13 @@ cases passed and runs them all. Partial credit is denser but rewards hard-coding
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from typing import Any, Callable
 
 from . import function, patch, program
-from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS
-from .sandbox import HostOverloaded, Sandbox
+from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS, Request
+from .sandbox import HostOverloaded, Sandbox, Workspace
 
 Emit = Callable[[str, dict[str, Any] | None], None]
 
@@ -39,15 +37,28 @@ class Heartbeat:
 
     The main thread may hang (hidden tests that loop, a bug of ours) or be starved (by the submission or by
     the host); this thread still reports whose CPU time grows, so that after a missed host deadline the host
-    can tell those apart instead of guessing. ``emit`` must be safe to call from two threads."""
+    can tell those apart instead of guessing. ``emit`` must be safe to call from two threads. Made when the
+    runner starts; it beats from :meth:`watch` on, and :meth:`facts` also gives the ``done`` event's payload."""
 
-    def __init__(self, sandbox: Sandbox, emit: Emit, interval_s: float = HEARTBEAT_S):
-        self._sandbox = sandbox
+    def __init__(self, emit: Emit, interval_s: float = HEARTBEAT_S):
+        self._sandbox: Sandbox | None = None
         self._emit = emit
         self._interval_s = interval_s
         self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="deepgym-heartbeat", daemon=True)
+
+    def facts(self) -> dict[str, Any]:
+        """The runner's facts now (see :mod:`protocol`): a heartbeat's payload, and the ``done`` event's."""
+        sandbox = {"submission_cpu_s": 0.0, "oom_kills": None, "cpu_stall_s": None} if self._sandbox is None \
+            else self._sandbox.facts()
+        return {"wall_s": round(time.monotonic() - self._started, 3), "runner_cpu_s": round(time.process_time(), 3),
+                **sandbox}
+
+    def watch(self, sandbox: Sandbox) -> Heartbeat:
+        """Measure ``sandbox``; use as a context manager that beats while it is open."""
+        self._sandbox = sandbox
+        return self
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -59,33 +70,35 @@ class Heartbeat:
 
     def _beat(self) -> None:
         while True:
-            self._emit(HEARTBEAT, {"wall_s": round(time.monotonic() - self._started, 3),
-                                   "runner_cpu_s": round(time.process_time(), 3),
-                                   "submission_cpu_s": round(self._sandbox.cpu_s(), 3)})
+            self._emit(HEARTBEAT, self.facts())
             if self._stop.wait(self._interval_s):
                 return
 
 
-def run(request, env_dir: str, confined: bool, emit: Emit) -> dict[str, Any]:
-    """Judge one submission and return the report, with heartbeats (``emit``) while it judges."""
+def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit: Emit,
+        heartbeat: Heartbeat) -> dict[str, Any]:
+    """Judge one submission and return the report, with ``heartbeat`` beating while it judges. The
+    submission runs as ``request.uid`` in its own scratch folder under ``scratch_root``."""
     if request.kind not in JUDGES:
         return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
-    sandbox = Sandbox(confined)
-    scratch_root = "/tmp" if confined else tempfile.mkdtemp(prefix="deepgym-scratch-")
+    sandbox = Sandbox(confined, request.uid, request.applier)
+    sandbox.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
+    workspace = Workspace.create(sandbox, request.scratch, scratch_root, applier=request.kind == "patch")
+    if isinstance(workspace, str):
+        return no_verdict("verifier_error", f"the request's scratch directory: {workspace}")
     started = time.monotonic()
-    with Heartbeat(sandbox, emit):  # until the sandbox is cleared: a kill that hangs is the runner's too
+    with heartbeat.watch(sandbox):  # until the sandbox is cleared: a kill that hangs is the runner's too
         try:
-            cases, total, cpu_s = JUDGES[request.kind](request, env_dir, sandbox, scratch_root,
+            cases, total, cpu_s = JUDGES[request.kind](request, env_dir, sandbox, workspace,
                                                        lambda: emit(IN_PLAY, None),
                                                        fail_fast=request.scoring == "all_or_nothing")
         except HostOverloaded as exc:
             return no_verdict("host_overloaded", str(exc))
         finally:
             sandbox.kill_all()
-            if not confined:
-                shutil.rmtree(scratch_root, ignore_errors=True)
+            workspace.remove(sandbox)
     if total == 0:
         return no_verdict("verifier_error", "the hidden tests define no cases")
     timings = {"runner_s": round(time.monotonic() - started, 4), "submission_cpu_s": round(cpu_s, 4)}

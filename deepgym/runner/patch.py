@@ -46,7 +46,7 @@ from . import channels
 from .channels import Fault, FilePatch, Reply, plain, shown
 from .function import equal, run_calls
 from .protocol import Limits
-from .sandbox import APPLIER_UID, Budget, Sandbox, Supervised, Usage, failure
+from .sandbox import Budget, Sandbox, Supervised, Usage, Workspace, failure
 
 TEST_CONFIG_FILES = {"setup.py", "setup.cfg", "tox.ini", "pytest.ini", "noxfile.py"}
 LOADED_BY_TESTS = {"conftest.py", "sitecustomize.py", "usercustomize.py"}
@@ -173,7 +173,7 @@ class _RunFailed(Exception):
         self.error_type = error_type
 
 
-def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Apply, test and probe. Returns (one result per listed test and probe, how many, submission CPU s)."""
     limits: Limits = request.limits
@@ -184,7 +184,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     everything = [(group, node) for group, node in listed] + [("probe", f"probe:{p['id']}") for p in probes["probes"]]
     budget = Budget(limits)
     try:
-        results = _apply_test_and_probe(request, env_dir, sandbox, scratch_root, on_in_play, fail_fast, listed,
+        results = _apply_test_and_probe(request, env_dir, sandbox, workspace, on_in_play, fail_fast, listed,
                                         probes, budget)
     except _RunFailed as failed:
         first = {"id": everything[0][1], "passed": False, "input": everything[0][0], "expected": "passed",
@@ -195,7 +195,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     return results, len(everything), budget.usage.cpu_s
 
 
-def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, scratch_root: str,
+def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, workspace: Workspace,
                           on_in_play: Callable[[], None], fail_fast: bool, listed: list[tuple[str, str]],
                           probes: dict[str, Any], budget: Budget) -> list[dict[str, Any]]:
     limits: Limits = request.limits
@@ -209,12 +209,13 @@ def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, scratch_root:
     if reason is not None:
         raise _RunFailed("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
 
-    stage = _stage(env_dir, scratch_root, diff.data)
-    work = Path(scratch_root, f"work-{os.urandom(6).hex()}")
+    stage = _stage(env_dir, workspace.runner, diff.data)
+    assert workspace.applier is not None, "patch tasks get the applier's folder"
+    work = Path(workspace.applier)
     on_in_play()
     try:
         meter = sandbox.watch()
-        apply = _spawn(sandbox, limits, "apply", [str(stage), str(work)], uid=APPLIER_UID)
+        apply = _spawn(sandbox, limits, "apply", [str(stage), str(work)], uid=sandbox.applier_uid)
         applied = apply.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
                              output_limit=limits.output_kb * 1024)
         apply.close()

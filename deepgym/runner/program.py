@@ -18,10 +18,10 @@ from typing import Any, Callable
 
 from .channels import Fault, head, plain, program_output, source
 from .protocol import Limits
-from .sandbox import Budget, Sandbox, Supervised, failure
+from .sandbox import Budget, Sandbox, Supervised, Workspace, failure
 
 
-def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every test file. Returns (case results, number of cases, submission CPU seconds)."""
     limits: Limits = request.limits
@@ -34,7 +34,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
                  "actual": None, "error_type": code.error_type, "error": code.message, "cpu_s": 0.0}
         return [first], len(inputs), 0.0
     # The program lives in a directory the submission's user can read but not change.
-    code_dir = tempfile.mkdtemp(prefix="program-", dir=scratch_root)
+    code_dir = tempfile.mkdtemp(prefix="program-", dir=workspace.runner)
     os.chmod(code_dir, 0o755)
     script = Path(code_dir, "solution.py")
     script.write_bytes(code)
@@ -54,7 +54,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                results.append(_run_case(sandbox, budget, script, code_dir, case_in, expected, tolerance, result))
+                results.append(_run_case(sandbox, budget, script, workspace, case_in, expected, tolerance, result))
             if fail_fast and not results[-1]["passed"]:
                 break
     finally:
@@ -62,7 +62,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, scratch_root: str, on_in_play
     return results, len(inputs), budget.usage.cpu_s
 
 
-def _run_case(sandbox: Sandbox, budget: Budget, script: Path, code_dir: str, case_in: Path, expected: bytes,
+def _run_case(sandbox: Sandbox, budget: Budget, script: Path, workspace: Workspace, case_in: Path, expected: bytes,
               tolerance: float | None, result: dict[str, Any]) -> dict[str, Any]:
     limits = budget.limits
     cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
@@ -71,7 +71,7 @@ def _run_case(sandbox: Sandbox, budget: Budget, script: Path, code_dir: str, cas
     output_limit = limits.output_kb * 1024
     meter = sandbox.watch()
     with open(case_in, "rb") as stdin:
-        proc = sandbox.spawn(argv, stdin=stdin.fileno(), cwd=code_dir)
+        proc = sandbox.spawn(argv, stdin=stdin.fileno(), cwd=str(script.parent))
     process = Supervised(sandbox, proc, keep_stdout=output_limit)
     try:
         outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,

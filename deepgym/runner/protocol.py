@@ -4,23 +4,31 @@ Request: one JSON object on the runner's stdin (or in a file), see :class:`Reque
 
 Events: the runner writes lines ``@@deepgym <nonce> <json>`` to its stdout. Only the runner writes there; the
 submission's processes get pipes of their own. The host ignores every other line and every line with another
-nonce. Four events exist:
+nonce. Five events exist, and they are the runner's facts: the host infers nothing from a provider's exit
+code conventions (:func:`deepgym.verdict.classify`).
 
 - ``started``: the request was read and the hidden tests were found.
 - ``heartbeat``: every :data:`HEARTBEAT_S` while the runner judges, from a thread of its own:
-  ``{"event": "heartbeat", "wall_s": 12.0, "runner_cpu_s": 0.31, "submission_cpu_s": 4.2}``, the seconds
-  since judging began, the runner's own CPU seconds and the submission's, both cumulative. Only a missed host
-  deadline reads them: whose CPU grew in the last beats tells a submission that starved its runner from a
-  runner that hung on its own and from a sandbox the host starved (:func:`deepgym.verdict.classify`).
+  ``{"event": "heartbeat", "wall_s": 12.0, "runner_cpu_s": 0.31, "submission_cpu_s": 4.2, "oom_kills": 0,
+  "cpu_stall_s": 0.8}``: the seconds since the runner started, its own CPU seconds and the submission's, the
+  processes the kernel's OOM killer killed in the runner's cgroup and the seconds some task waited for a CPU
+  (PSI ``some``, host-wide where the kernel does not scope it), the last three since judging began. The last two are ``null`` where
+  the runner cannot measure them (no trusted cgroup, no PSI). Whose CPU grew in the last beats tells, after a
+  missed host deadline, a submission that starved its runner from a runner that hung on its own and from a
+  sandbox the host starved; an OOM kill after ``in_play`` tells a sandbox that ran out of memory.
 - ``in_play``: submission code is about to run. Anything that goes wrong after this line may be the
   submission's doing; anything before it cannot be.
-- ``report``: the final report (exactly one). See :func:`report`.
+- ``report``: the final report (exactly one). See :mod:`deepgym_runner.judge`.
+- ``done``: the last line, right after the report, with the same facts as a heartbeat: the runner ended on
+  its own. A runner stream that stops without ``done`` and
+  with an unknown exit is a sandbox that vanished.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import posixpath
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -33,8 +41,12 @@ STARTED = "started"
 IN_PLAY = "in_play"
 HEARTBEAT = "heartbeat"
 REPORT = "report"
+DONE = "done"
+# Every heartbeat (and ``done``) carries these numbers...
 HEARTBEAT_FIELDS = ("wall_s", "runner_cpu_s", "submission_cpu_s")
-# Seconds between heartbeats. About 90 bytes each: an hour of judging writes some 300 KiB, far below what the
+# ... and these, each a number or null when the runner cannot measure it.
+OPTIONAL_FACTS = ("oom_kills", "cpu_stall_s")
+# Seconds between heartbeats. About 150 bytes each: an hour of judging writes some 530 KiB, far below what the
 # host keeps of the runner's stdout.
 HEARTBEAT_S = 1.0
 
@@ -124,9 +136,22 @@ class Limits:
         return cls(**data)
 
 
+# Submission uids the runner accepts: never root or a system account, never past what uid_t holds.
+MIN_UID = 1000
+MAX_UID = 2**31 - 1
+DEFAULT_UID = 10000
+SCRATCH_ROOT = "/tmp"
+
+
 @dataclass(frozen=True)
 class Request:
-    """What the host asks of the runner for one sample."""
+    """What the host asks of the runner for one sample.
+
+    ``uid`` runs the submission and ``applier_uid`` (default ``uid + 1``) applies a patch task's diff; the
+    runner kills and measures each by that uid alone, so a warm pool or a session gives every sample uids of
+    its own and nothing else in the sandbox is touched. ``scratch`` is the submission's directory: an absolute
+    path under the runner's scratch root (``/tmp`` unless told otherwise) that must not exist yet; the runner
+    creates it owned by ``uid``, mode 0700, and removes it afterwards. None: a fresh one under the root."""
 
     nonce: str
     kind: str
@@ -135,6 +160,31 @@ class Request:
     variant: int = 0
     scoring: str = "all_or_nothing"
     limits: Limits = Limits()
+    uid: int = DEFAULT_UID
+    applier_uid: int | None = None
+    scratch: str | None = None
+
+    @property
+    def applier(self) -> int:
+        return self.uid + 1 if self.applier_uid is None else self.applier_uid
+
+    def problem(self, runner_uid: int, scratch_root: str = SCRATCH_ROOT) -> str | None:
+        """Why the runner must refuse this request's uids or scratch directory, or None. A refusal is the
+        host's bug (no verdict); it is decided before anything runs."""
+        for name, uid in (("uid", self.uid), ("applier_uid", self.applier)):
+            if isinstance(uid, bool) or not isinstance(uid, int) or not MIN_UID <= uid <= MAX_UID:
+                return f"the request's {name} {uid!r} is not an integer from {MIN_UID} to {MAX_UID}"
+            if uid == runner_uid:
+                return f"the request's {name} {uid} is the runner's own"
+        if self.applier == self.uid:
+            return f"the request's applier_uid equals its uid ({self.uid}): the applier must be another user"
+        if self.scratch is not None:
+            if not isinstance(self.scratch, str) or not posixpath.isabs(self.scratch) \
+                    or posixpath.normpath(self.scratch) != self.scratch:
+                return f"the request's scratch {self.scratch!r} is not a normalized absolute path"
+            if posixpath.dirname(self.scratch) != posixpath.normpath(scratch_root):
+                return f"the request's scratch {self.scratch!r} is not directly under {scratch_root}"
+        return None
 
     def to_json(self) -> str:
         data = asdict(self)

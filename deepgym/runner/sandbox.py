@@ -1,14 +1,17 @@
 """Untrusted processes: spawn them confined, measure them, and kill everything they started.
 
 Two confinements exist. ``container`` is the real one: the runner is root holding only CAP_SETUID,
-CAP_SETGID and CAP_KILL, and every untrusted process runs as :data:`SUBMISSION_UID` with no capabilities,
-so it cannot read the hidden tests (root-only), signal the runner, or write its stdout. ``none`` is for the
+CAP_SETGID and CAP_KILL (:mod:`privileges`), and every untrusted process runs as the request's uid (a patch's
+applier as its applier uid) with no capabilities, so it cannot read the hidden tests (root-only), signal the
+runner, or write its stdout. The runner measures and kills them by those uids alone, never by ``kill(-1)``
+of everything: a provider's daemon or a session's services share the sandbox. ``none`` is for the
 host-side ``local`` runtime: the same code, same user, no isolation at all.
 
 CPU time is what limits a submission (see :class:`Limits`): inside a container it comes from the container's
 cgroup, which also counts processes that already exited, provided the runner can prove that the cgroup
-mounted is the container's own (:func:`own_cgroup_mount`); otherwise it falls back to per-process
-accounting, as outside a container, and never charges the host's CPU to a submission. The run state of the
+mounted is the container's own (:func:`own_cgroup_mount`) and that nothing but the runner, its init and the
+request's uids lives in it (:meth:`Sandbox.cgroup_is_ours`); otherwise it falls back to per-process
+accounting of those uids, and never charges anyone else's CPU to a submission. The run state of the
 untrusted threads is sampled so that a wall-clock limit can tell "slept" from "was starved by a busy host".
 """
 
@@ -17,20 +20,18 @@ from __future__ import annotations
 import functools
 import os
 import selectors
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .protocol import Limits
+from .privileges import kill_uid, make_dir, remove_dir
+from .protocol import DEFAULT_UID, Limits
 
-SUBMISSION_UID = 10000
-SUBMISSION_GID = 10000
-# A second unprivileged user applies diffs (git apply, patch): untrusted input is never parsed as root, and
-# the tree it writes is read-only to the submission's user that runs the tests.
-APPLIER_UID = 10001
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # A process that spent at least this share of its CPU in the kernel while its resident memory peaked at this
@@ -43,6 +44,10 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 # controller; v2 has one unified folder.
 _CPU_FILES = ((CGROUP_ROOT / "cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.stat"))  # ns; usage_usec line
 _MEMORY_FILES = ((CGROUP_ROOT / "memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
+# Seconds kill_all keeps sweeping before it gives up on processes that will not die (zombies nobody reaps).
+KILL_WAIT_S = 2.0
+# Seconds a sweep lets the processes it signalled die before it forks the atomic killer for any left.
+SWEEP_SETTLE_S = 0.1
 
 
 def _read(path: Path) -> str | None:
@@ -159,10 +164,12 @@ def psi_cpu_stall_s() -> float | None:
 @dataclass
 class _Stat:
     state: str
+    ppid: int
     session: int
     cpu_s: float
     system_s: float
     start: int
+    own_cpu_s: float  # without the children it reaped
 
 
 def _stat(pid: int | str) -> _Stat | None:
@@ -172,8 +179,18 @@ def _stat(pid: int | str) -> _Stat | None:
         return None
     parts = data[data.rindex(b")") + 2:].split()
     ticks = [int(x) for x in parts[11:15]]  # utime stime cutime cstime
-    return _Stat(parts[0].decode(), int(parts[3]), sum(ticks) / CLK_TCK, (ticks[1] + ticks[3]) / CLK_TCK,
-                 int(parts[19]))
+    return _Stat(parts[0].decode(), int(parts[1]), int(parts[3]), sum(ticks) / CLK_TCK,
+                 (ticks[1] + ticks[3]) / CLK_TCK, int(parts[19]), sum(ticks[:2]) / CLK_TCK)
+
+
+def process_uid(pid: int | str) -> int | None:
+    """The real uid of ``pid`` (/proc/<pid>/status), or None when it is gone: the uid a kill(-1) switched to
+    that uid reaches, whatever the process did to its effective uid or its dumpable flag."""
+    text = _read(Path(f"/proc/{pid}/status"))
+    if text is None:
+        return None
+    line = next((line for line in text.splitlines() if line.startswith("Uid:")), None)
+    return None if line is None else int(line.split()[1])
 
 
 def _memory_peak(pid: int) -> tuple[int, int] | None:
@@ -275,27 +292,44 @@ class Budget:
 
 
 class Sandbox:
-    """Spawns untrusted processes and keeps track of everything they start."""
+    """Spawns untrusted processes as ``uid`` (or ``applier_uid``) and keeps track of everything they start.
+    ``homes`` maps a uid to its own directory, its processes' HOME and TMPDIR."""
 
-    def __init__(self, confined: bool):
+    def __init__(self, confined: bool, uid: int = DEFAULT_UID, applier_uid: int = DEFAULT_UID + 1):
         self.confined = confined
+        self.uid = uid
+        self.applier_uid = applier_uid
+        self.uids = {uid, applier_uid}
+        self.homes: dict[int, str] = {}
         self._sessions: set[int] = set()
         self._seen_cpu: dict[tuple[int, int], float] = {}
         self._procs: list[subprocess.Popen[bytes]] = []
         # The heartbeat thread measures too (cpu_s), and the fallback accounting keeps state.
         self._measuring = threading.Lock()
+        # The cgroup is trusted until a read finds someone else in it; from then on the per-process measure
+        # continues from the last cgroup value (the offset), so the CPU time stays monotonic.
+        self._cgroup_trusted = confined
+        self._offset: float | None = None
+        self._last_cpu_s = 0.0
+        self._init_cpu0 = self._init_cpu_s()
+        self._cgroup_ours()
+        self._oom0 = self.oom_kills()
+        self._psi0 = psi_cpu_stall_s()
 
     def spawn(self, argv: list[str], *, pass_fds: tuple[int, ...] = (), cwd: str = "/",
               stdin: int | None = subprocess.DEVNULL, uid: int | None = None) -> subprocess.Popen[bytes]:
         """Start an untrusted process with piped stdout/stderr, a clean environment and its own session, as
-        ``uid`` (default: the submission's user) when confined. Raises OSError when it cannot start."""
+        ``uid`` (default: the submission's) when confined. Raises OSError when it cannot start."""
         extra = {}
+        uid = self.uid if uid is None else uid
         if self.confined:
-            uid = SUBMISSION_UID if uid is None else uid
-            extra = {"user": uid, "group": uid if uid != SUBMISSION_UID else SUBMISSION_GID, "extra_groups": []}
+            extra = {"user": uid, "group": uid, "extra_groups": []}
+        env = dict(CLEAN_ENV)
+        if uid in self.homes:
+            env["HOME"] = env["TMPDIR"] = self.homes[uid]
         proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=pass_fds,
-            cwd=cwd, env=CLEAN_ENV, start_new_session=True, close_fds=True, **extra,
+            cwd=cwd, env=env, start_new_session=True, close_fds=True, **extra,
         )
         self._procs.append(proc)
         self._sessions.add(proc.pid)
@@ -311,11 +345,8 @@ class Sandbox:
             if pid == os.getpid() or pid == 1:
                 continue
             if self.confined:
-                try:
-                    if os.stat(f"/proc/{pid}").st_uid == SUBMISSION_UID:
-                        pids.append(pid)
-                except OSError:
-                    continue
+                if process_uid(pid) in self.uids:
+                    pids.append(pid)
             else:
                 st = _stat(pid)
                 if st is not None and st.session in self._sessions:
@@ -342,49 +373,144 @@ class Sandbox:
                 self._seen_cpu[(pid, st.start)] = st.cpu_s
         return sum(self._seen_cpu.values())
 
+    @staticmethod
+    def _init_cpu_s() -> float:
+        """The container init's own CPU seconds (it is in the cgroup too), 0 when the runner has no init."""
+        if os.getppid() != 1:
+            return 0.0
+        init = _stat(1)
+        return 0.0 if init is None else init.own_cpu_s
+
+    def cgroup_is_ours(self) -> bool:
+        """Whether every process in the runner's cgroup is the runner, its init (pid 1, when it is the
+        runner's parent), a child of the runner not yet switched to its uid, or of the request's uids.
+
+        A provider's daemon (E2B's envd, Daytona's toolbox) or a session's services may share the cgroup,
+        and the cgroup cannot tell their CPU from the submission's: a single one of them makes the counters
+        someone else's. A pid shown as 0 lives outside the runner's pid namespace: someone else's too."""
+        text = next((_read(folder / "cgroup.procs") for folder, name in _CPU_FILES if (folder / name).exists()), None)
+        if text is None:
+            return False
+        own, init = os.getpid(), 1 if os.getppid() == 1 else None
+        for token in text.split():
+            pid = int(token)
+            if pid in (own, init):
+                continue
+            stat, uid = _stat(pid), process_uid(pid)
+            if stat is None and uid is None and pid != 0:
+                continue  # it exited while we looked
+            if uid not in self.uids and (stat is None or stat.ppid != own):
+                return False
+        return True
+
+    def _cgroup_ours(self) -> bool:
+        """Whether the cgroup's counters may be read now; once they may not, never again this sample."""
+        if self._cgroup_trusted and not self.cgroup_is_ours():
+            self._cgroup_trusted = False
+        return self._cgroup_trusted
+
     def cpu_s(self) -> float:
-        """CPU seconds the untrusted processes have used so far (monotonic). Thread-safe."""
+        """CPU seconds the untrusted processes have used so far (monotonic). Thread-safe.
+
+        From the cgroup while it holds only ours (:meth:`cgroup_is_ours`): its total minus the runner's and
+        its init's own CPU; helpers the runner forks as a uid (the killer) count as that uid's. Otherwise the
+        per-process accounting of the request's uids."""
         with self._measuring:
-            if self.confined:
+            if self.confined and self._cgroup_ours():
                 total = cgroup_cpu_s()
                 if total is not None:
-                    return max(0.0, total - time.process_time())
-            return self._process_cpu_s(self.members())
+                    init = max(0.0, self._init_cpu_s() - self._init_cpu0)
+                    self._last_cpu_s = max(self._last_cpu_s, total - time.process_time() - init)
+                    return self._last_cpu_s
+                self._cgroup_trusted = False
+            measured = self._process_cpu_s(self.members())
+            if self._offset is None:
+                self._offset = self._last_cpu_s - measured
+            self._last_cpu_s = max(self._last_cpu_s, measured + self._offset)
+            return self._last_cpu_s
+
+    def oom_kills(self) -> int | None:
+        """The cgroup's OOM kill count, or None unless the cgroup held only ours when last checked (every
+        :meth:`cpu_s`, which each tick and heartbeat reads first: one check per tick keeps ticks cheap)."""
+        return cgroup_oom_kills() if self.confined and self._cgroup_trusted else None
+
+    def memory_limit_hits(self) -> int | None:
+        """The cgroup's memory limit hits, or None unless the cgroup held only ours when last checked."""
+        return cgroup_memory_limit_hits() if self.confined and self._cgroup_trusted else None
+
+    def facts(self) -> dict[str, float | int | None]:
+        """The submission's side of a heartbeat: its CPU seconds, the OOM kills in the runner's cgroup and the
+        CPU stall (PSI), each since this sandbox was made; None where unknown."""
+        cpu_s = self.cpu_s()
+        oom, psi = self.oom_kills(), psi_cpu_stall_s()
+        return {"submission_cpu_s": round(cpu_s, 3),
+                "oom_kills": None if oom is None or self._oom0 is None else oom - self._oom0,
+                "cpu_stall_s": None if psi is None or self._psi0 is None else round(psi - self._psi0, 3)}
 
     def watch(self) -> Meter:
         """Start measuring a window (one case, or loading the submission)."""
         return Meter(self)
 
+    def _sweep(self) -> None:
+        if self.confined:
+            # First from the runner itself, through pidfds: this needs no new process, so it works while the
+            # submission still holds every byte of the sandbox's memory or every pid (a fork under a full
+            # memory cgroup would make the OOM killer choose between the runner and its copy).
+            self._signal_members(signal.SIGSTOP)
+            self._signal_members(signal.SIGKILL)
+            deadline = time.monotonic() + SWEEP_SETTLE_S
+            while self._alive() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            # Then the atomic sweep of each uid still alive (one forked between the two passes, say).
+            for uid in self._live_uids():
+                try:
+                    kill_uid(uid)
+                except BlockingIOError:  # the uids hold every pid the sandbox allows: the next round retries
+                    pass
+            return
+    def _signal_members(self, sig: int) -> None:
+        """Send ``sig`` to each process of the request's uids, one by one (stopping them all first keeps the
+        sweep ahead of a fork bomb; :func:`privileges.kill_uid` then gets what was forked in between). A
+        pidfd pins each process, and its uid is checked through /proc after it is pinned, so a pid reused by
+        someone else's process in between is never signalled."""
+        for pid in self.members():
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError:
+                continue
+            try:
+                if process_uid(pid) in self.uids:
+                    signal.pidfd_send_signal(pidfd, sig)
+            except OSError:
+                pass
+            finally:
+                os.close(pidfd)
+
+    def _alive(self) -> list[int]:
+        return [pid for pid in self.members() if (stat := _stat(pid)) is not None and stat.state != "Z"]
+
+    def _live_uids(self) -> set[int]:
+        return {process_uid(pid) for pid in self._alive()} & self.uids
+
     def kill_all(self) -> None:
         """SIGKILL every untrusted process, including daemonized grandchildren, and reap our children.
 
-        Confined, ``kill(-1)`` reaches every process in the container but PID 1 and the runner itself, in one
-        atomic sweep that a fork bomb cannot outrun. Unconfined, each session we started is killed."""
-        if self.confined:
-            try:
-                os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        else:
-            for pid in self.members():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            for sid in self._sessions:
-                try:
-                    os.killpg(sid, signal.SIGKILL)
-                except OSError:
-                    pass
+        Confined, the runner stops and kills each process of the request's uids through a pidfd, then sweeps
+        each uid still alive by ``kill(-1)`` from a child switched to it (:func:`privileges.kill_uid`):
+        atomic, so a fork bomb cannot outrun it, and nothing of another uid is touched. Sweeps repeat until
+        /proc shows none of them alive. Unconfined, each session we started
+        is killed."""
+        self._sweep()
         for proc in self._procs:
             proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
         self._procs.clear()
-        deadline = time.monotonic() + 2.0
-        while self.members() and time.monotonic() < deadline:
+        deadline = time.monotonic() + KILL_WAIT_S
+        while self._alive() and time.monotonic() < deadline:
             time.sleep(0.01)
+            self._sweep()
 
 
 @dataclass
@@ -401,8 +527,8 @@ class Meter:
         self._wall0 = self._last = time.monotonic()
         self._cpu0 = self.sandbox.cpu_s()
         self._psi0 = psi_cpu_stall_s()
-        self._oom0 = cgroup_oom_kills()
-        self._limit_hits0 = cgroup_memory_limit_hits()
+        self._oom0 = self.sandbox.oom_kills()
+        self._limit_hits0 = self.sandbox.memory_limit_hits()
 
     def tick(self) -> Usage:
         """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes)."""
@@ -418,7 +544,7 @@ class Meter:
         psi = psi_cpu_stall_s()
         if psi is not None and self._psi0 is not None:
             usage.psi_stall_s = psi - self._psi0
-        oom = cgroup_oom_kills()
+        oom = self.sandbox.oom_kills()
         if oom is not None and self._oom0 is not None:
             usage.oom_kills = oom - self._oom0
         return usage
@@ -427,7 +553,7 @@ class Meter:
         """How the submission ran into a memory limit during this window, or None. Read once, when a time
         limit fires (ticks stay cheap): memory evidence wins over the time limit, since a submission growing
         into its memory limit spends its CPU time getting memory from the kernel."""
-        hits = cgroup_memory_limit_hits()
+        hits = self.sandbox.memory_limit_hits()
         if hits is not None and self._limit_hits0 is not None and hits > self._limit_hits0:
             return "stopped at the sandbox's memory limit, with the kernel reclaiming memory for it"
         return growing_into_memory_limit(self.sandbox.members())
@@ -651,3 +777,55 @@ def failure(outcome: Outcome, doing: str, limits: Limits) -> tuple[str, str]:
 
 class HostOverloaded(Exception):
     """A wall-clock limit fired while the host starved the submission of CPU: nobody can be judged."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The folders of one sample, all fresh and all removed afterwards (:meth:`remove`).
+
+    ``scratch`` is the submission's (the request's uid, 0700): its processes' working directory, HOME and
+    TMPDIR. ``runner`` is the runner's (root, 0711): what the submission may read but not change, such as a
+    program's code, in folders the judge makes readable. ``applier`` is the patch applier's (its uid, 0755;
+    patch tasks only): the patched tree, which the submission's tests read but cannot change. Each is created
+    and removed with its owner's rights, so the runner needs neither CAP_CHOWN nor CAP_DAC_OVERRIDE."""
+
+    scratch: str
+    runner: str
+    applier: str | None
+
+    @classmethod
+    def create(cls, sandbox: Sandbox, scratch: str | None, root: str, applier: bool) -> Workspace | str:
+        """The workspace under ``root`` with the submission's folder at ``scratch`` (None: a fresh name) and,
+        with ``applier`` (patch tasks), the applier's; or why it cannot be made (the host's bug: an existing
+        scratch folder, a root the uid cannot write). Each folder costs a fork, so only patch tasks get two."""
+        token = os.urandom(8).hex()
+        scratch = scratch or os.path.join(root, f"deepgym-{token}")
+        applier_dir = os.path.join(root, f"deepgym-applier-{token}") if applier else None
+        folders = [(sandbox.uid, scratch, 0o700)] + ([(sandbox.applier_uid, applier_dir, 0o755)] if applier_dir else [])
+        if not sandbox.confined:
+            if os.path.lexists(scratch):
+                return f"{scratch} exists already; the runner creates the scratch directory itself"
+            for _uid, path, mode in folders:
+                os.mkdir(path, mode)
+        else:
+            for uid, path, mode in folders:
+                problem = make_dir(uid, path, mode)
+                if problem is not None:
+                    if path == applier_dir:
+                        remove_dir(sandbox.uid, scratch)
+                    return problem
+        runner = tempfile.mkdtemp(prefix="deepgym-runner-", dir=root)
+        os.chmod(runner, 0o711)
+        sandbox.homes = {sandbox.uid: scratch, **({sandbox.applier_uid: applier_dir} if applier_dir else {})}
+        return cls(scratch, runner, applier_dir)
+
+    def remove(self, sandbox: Sandbox) -> None:
+        """Remove every folder, each with its owner's rights. Call after :meth:`Sandbox.kill_all`."""
+        shutil.rmtree(self.runner, ignore_errors=True)
+        for uid, path in ((sandbox.uid, self.scratch), (sandbox.applier_uid, self.applier)):
+            if path is None:
+                continue
+            if sandbox.confined:
+                remove_dir(uid, path)
+            else:
+                shutil.rmtree(path, ignore_errors=True)

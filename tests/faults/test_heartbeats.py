@@ -18,7 +18,7 @@ import pytest
 from conftest import ROOT, ensure_images, fenced, solution
 from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
-from deepgym.runner.protocol import HEARTBEAT, HEARTBEAT_FIELDS, Limits, Request, parse_events
+from deepgym.runner.protocol import DONE, HEARTBEAT, HEARTBEAT_FIELDS, OPTIONAL_FACTS, Limits, Request, parse_events
 from deepgym.runner.sandbox import own_cgroup_mount
 from deepgym.runtime.docker import DockerRuntime
 from deepgym.scaffold import new_environment
@@ -127,9 +127,14 @@ def test_heartbeats_are_small_regular_and_leave_the_verdict_alone():
     finally:
         runtime.close()
     lines = [line for line in observation.stdout.splitlines() if b'"heartbeat"' in line]
-    beats = [event for event in parse_events(observation.stdout, "beat") if event["event"] == HEARTBEAT]
-    assert len(beats) == len(lines) >= 3 and all(len(line) < 120 for line in lines), lines
-    assert all(set(HEARTBEAT_FIELDS) <= set(beat) for beat in beats)
+    events = parse_events(observation.stdout, "beat")
+    beats = [event for event in events if event["event"] == HEARTBEAT]
+    assert len(beats) == len(lines) >= 3 and all(len(line) < 160 for line in lines), lines
+    assert all(set(HEARTBEAT_FIELDS + OPTIONAL_FACTS) <= set(beat) for beat in beats)
+    # The container's cgroup holds only the runner, its init and the submission: OOM kills are counted.
+    assert all(beat["oom_kills"] == 0 for beat in beats), beats
+    assert [event["event"] for event in events][-2:] == ["report", DONE]
+    assert events[-1]["submission_cpu_s"] >= beats[-1]["submission_cpu_s"]
     walls = [beat["wall_s"] for beat in beats]
     assert walls == sorted(walls) and walls[0] < 0.5 and walls[-1] >= 2.0
     assert beats[-1]["submission_cpu_s"] < 0.5, "a sleeping submission uses almost no CPU"

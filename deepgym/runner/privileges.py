@@ -1,0 +1,201 @@
+"""The runner's own privileges, and acting as another user.
+
+A provider's sandbox (E2B, Daytona) gives the runner full root, unlike Docker here (three capabilities). So
+before anything untrusted runs the runner drops every capability but the three it needs (:data:`KEEP`:
+switch uids, signal its own children), from the bounding set too when it may, and sets ``no_new_privs``, so
+that nothing it starts can gain a privilege by exec (setuid binaries, file capabilities). A submission that
+then runs as an unprivileged uid holds no capability at all: the kernel clears them on the switch.
+
+Everything the runner does to a submission's processes or files it does *as that uid*, from a short-lived
+child (:func:`as_user`): ``kill(-1)`` from there reaches exactly that uid's processes in one atomic sweep (a
+fork bomb cannot outrun it) and nothing else in the sandbox, such as a provider's daemon; files are created
+and removed with that uid's rights, so the runner needs no ``CAP_CHOWN`` or ``CAP_DAC_OVERRIDE``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import signal
+import stat
+import time
+from pathlib import Path
+from typing import Callable
+
+CAP_KILL, CAP_SETGID, CAP_SETUID, CAP_SETPCAP = 5, 6, 7, 8
+KEEP = (CAP_KILL, CAP_SETGID, CAP_SETUID)
+PR_CAPBSET_READ, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 23, 24, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# Descriptors a uid-switched child closes: far past any the runner holds (the request's nofile limit is small).
+MAX_FD = 1 << 16
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+
+
+def status_masks(text: str | None = None) -> dict[str, int]:
+    """The capability sets and NoNewPrivs of /proc/self/status (or of ``text``): {"CapEff": mask, ...}."""
+    text = Path("/proc/self/status").read_text() if text is None else text
+    masks = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.startswith("Cap"):
+            masks[name] = int(value.strip(), 16)
+        elif name == "NoNewPrivs":
+            masks[name] = int(value.strip())
+    return masks
+
+
+def drop_privileges() -> str | None:
+    """Keep only :data:`KEEP` and set ``no_new_privs``; returns why the runner cannot judge safely, or None.
+
+    The bounding set is shrunk first, while CAP_SETPCAP (which that needs) may still be held: without it (as
+    under Docker here, where the bounding set already is the three) the rest stays in the bounding set, where
+    ``no_new_privs`` keeps anything from regaining it. Then capset leaves the three in the permitted and
+    effective sets and none inheritable, ambient capabilities are cleared, and ``no_new_privs`` is set. The
+    result is read back from /proc/self/status rather than trusted."""
+    libc = _libc()
+    keep = sum(1 << cap for cap in KEEP)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):
+        if cap not in KEEP and libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
+            if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EPERM:
+                return f"cannot drop capability {cap} from the bounding set: {os.strerror(ctypes.get_errno())}"
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc.capget(ctypes.byref(header), data), "capget")
+    held = data[0].permitted
+    if held & keep != keep:
+        return (f"the runner lacks CAP_SETUID, CAP_SETGID or CAP_KILL (permitted {held:#x}); it cannot switch a "
+                f"submission to its own user")
+    data[0].effective = data[0].permitted = keep
+    data[0].inheritable = data[1].effective = data[1].permitted = data[1].inheritable = 0
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before Linux 4.3: none to clear
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    masks = status_masks()
+    if masks.get("CapEff") != keep or masks.get("CapPrm") != keep or masks.get("CapInh") or masks.get("CapAmb") \
+            or masks.get("NoNewPrivs") != 1:
+        return f"the runner's privileges are not what it set: {masks}"
+    return None
+
+
+def as_user(uid: int, action: Callable[[], int], timeout_s: float = 5.0) -> int:
+    """Run ``action`` in a forked child switched to ``uid`` (gid ``uid``, no supplementary groups) and
+    return its exit status (``action``'s return value; 125 when it raised, -9 when it did not finish within
+    ``timeout_s``).
+
+    The child holds no capability once switched (every uid is non-zero), so it can do exactly what that uid
+    can and nothing more. The uid's own processes can reach it, so it is made harmless to them: its stdin,
+    stdout and stderr are /dev/null and it holds no other descriptor (nothing to forge a report with), the
+    kernel makes it non-dumpable when its uid changes (no ptrace, no /proc/<pid>/mem), and one that they
+    stop or slow is killed at ``timeout_s`` instead of hanging the runner. It is the first victim of an OOM
+    kill, before the runner it was forked from (whose memory it shares), should forking it fill the sandbox."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; it only makes system calls and leaves by _exit
+        code = 125
+        try:
+            with open("/proc/self/oom_score_adj", "w") as adj:  # a fork under memory pressure: it, not the runner
+                adj.write("1000")
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.closerange(3, MAX_FD)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            code = action()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return -signal.SIGKILL
+        time.sleep(0.001)
+
+
+def _kill_everything_of_mine() -> int:
+    """As a submission's uid: SIGKILL every process of this uid but the caller, in one sweep."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:  # none left
+        pass
+    return 0
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid``, and only those: ``kill(-1)`` from a child switched to it. The
+    kernel signals them all under one lock, so none can fork a survivor during the sweep."""
+    as_user(uid, _kill_everything_of_mine)
+
+
+def make_dir(uid: int, path: str, mode: int) -> str | None:
+    """Create ``path`` (which must not exist) as ``uid`` with ``mode``; returns why it could not, or None."""
+
+    def create() -> int:
+        try:
+            os.mkdir(path, mode)
+            os.chmod(path, mode)  # the umask may have cut it
+        except FileExistsError:
+            return 17
+        except OSError:
+            return 1
+        return 0
+
+    code = as_user(uid, create)
+    if code == 17:
+        return f"{path} exists already; the runner creates the scratch directory itself"
+    if code != 0:
+        return f"{path} could not be created as uid {uid} (is its folder writable by that user?)"
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or stat.S_IMODE(info.st_mode) != mode:
+        return f"{path} is not a directory of uid {uid} with mode {mode:o} after creating it"
+    return None
+
+
+def _remove_tree(path: str) -> int:
+    """As the tree's owner: make every folder writable and searchable again (the submission may have
+    locked them), then remove it all."""
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    for root, dirs, _files in os.walk(path, onerror=lambda _exc: None):
+        for name in dirs:
+            folder = os.path.join(root, name)
+            try:
+                if not os.path.islink(folder):
+                    os.chmod(folder, 0o700)
+            except OSError:
+                pass
+    shutil.rmtree(path, ignore_errors=True)
+    return 0 if not os.path.lexists(path) else 1
+
+
+def remove_dir(uid: int, path: str) -> None:
+    """Remove ``path`` and everything in it with ``uid``'s rights (call after killing ``uid``)."""
+    if os.path.lexists(path):
+        as_user(uid, lambda: _remove_tree(path), timeout_s=30.0)
