@@ -25,7 +25,7 @@ from pathlib import Path
 from .environments import Environment
 from .images import HASH_LABEL, content_hash, hash_status
 from .runner.protocol import Request
-from .sandbox import ExecOptions, ImageMissing, Provider, SandboxError, SandboxSpec
+from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
 from .verdict import Observation
 
 log = logging.getLogger("deepgym")
@@ -108,6 +108,15 @@ class Images:
             self._resolved.pop(env.image, None)
 
 
+def runner_exit(result: ExecResult) -> int | None:
+    """The runner's own exit status, or None when it did not end by itself: killed at the deadline, or by a
+    signal, which every provider here reports as 128 + the signal (a shell's convention) or as a negative
+    status. The runner itself exits only with 0, 1 or 2, so no status of its own is mistaken for a kill."""
+    if result.timed_out or result.exit_code is None or not 0 <= result.exit_code <= 128:
+        return None
+    return result.exit_code
+
+
 def judge(provider: Provider, env: Environment, request: Request, images: Images) -> Observation:
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
@@ -130,6 +139,6 @@ def judge(provider: Provider, env: Environment, request: Request, images: Images
             images.forget(env)
         return Observation(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
-    return Observation(runtime=provider.name, exit_code=result.exit_code, deadline_hit=result.timed_out,
+    return Observation(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
                        stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
                        image_id=image_id, image_status=image_status)

@@ -162,16 +162,13 @@ class Observation:
     :func:`classify` interprets it.
 
     ``exit_code`` is the runner's own exit status, or None when the runtime does not know one: the runner or
-    its sandbox was killed (by a signal, the OOM killer, the host's deadline), removed or lost. A runtime
-    translates its provider's conventions (Docker's 128 + signal) into None itself. ``oom_killed`` is not
-    read by :func:`classify` (the runner's heartbeats count OOM kills); it stays until the docker runtime
-    stops setting it."""
+    its sandbox was killed (by a signal, the OOM killer, the host's deadline), removed or lost. The judging
+    path translates its provider's conventions (128 + signal) into None (:func:`deepgym.judging.judge`)."""
 
     runtime: str
     infra_error: str | None = None
     infra_reason: str = ""
     exit_code: int | None = None
-    oom_killed: bool = False
     deadline_hit: bool = False
     stdout: bytes = b""
     stderr_tail: str = ""

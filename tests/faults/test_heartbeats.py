@@ -20,7 +20,8 @@ from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, HEARTBEAT_FIELDS, OPTIONAL_FACTS, Limits, Request, parse_events
 from deepgym.runner.sandbox import own_cgroup_mount
-from deepgym.runtime.docker import DockerRuntime
+from deepgym.judging import Images, judge
+from deepgym.sandbox.docker import DockerProvider
 from deepgym.scaffold import new_environment
 
 from .conftest import wait_for_container
@@ -121,11 +122,11 @@ def test_heartbeats_are_small_regular_and_leave_the_verdict_alone():
     env = load_environment("coin_change")
     code = "import time\ndef coin_change(coins, amount):\n    time.sleep(2.5)\n    return -1"
     request = Request(nonce="beat", kind="function", submission=code, entry_point=env.entry_point, limits=env.limits)
-    runtime = DockerRuntime()
+    provider = DockerProvider()
     try:
-        observation = runtime.judge(env, request)
+        observation = judge(provider, env, request, Images())
     finally:
-        runtime.close()
+        provider.close()
     lines = [line for line in observation.stdout.splitlines() if b'"heartbeat"' in line]
     events = parse_events(observation.stdout, "beat")
     beats = [event for event in events if event["event"] == HEARTBEAT]
@@ -187,7 +188,7 @@ def test_slow_a_sandbox_frozen_past_the_deadline_is_never_scored(test_envs):
     # docker pause freezes the runner and its heartbeats with the submission: nothing can be measured.
     with DeepGym(mode="docker") as gym, ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(gym.judge, "hb_small", fenced("import time\ndef hb_small(numbers):\n    time.sleep(100)"))
-        container = wait_for_container(gym.runtime.run_id)
+        container = wait_for_container(gym.provider.run_id)
         time.sleep(2.0)  # the submission is in play, asleep within its 4 s wall limit
         subprocess.run(["docker", "pause", container], check=True, capture_output=True)
         outcome = pending.result(timeout=180)
