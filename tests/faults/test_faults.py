@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ensure_images, solution
 from deepgym import DeepGym
-from deepgym.images import build, image_name
+from deepgym.images import build
 
 from .conftest import fenced, wait_for_container
 
