@@ -68,11 +68,10 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         credentials = f"{variable} is {'set' if os.environ.get(variable) else 'not set'}" if variable else "local only on macOS"
         pytest.skip(f"not run: the {name} provider is not implemented yet ({credentials})")
     if name.startswith("docker"):
-        from conftest import ensure_images
-        from deepgym.images import image_name
+        from deepgym.images import build, image_name
         from deepgym.sandbox.docker import DockerProvider
 
-        ensure_images("coin_change")
+        build(["coin_change"])  # not conftest's ensure_images: tests/verl's conftest may hold that module name
         provider: Provider = DockerProvider(attach=name == "docker-attach")
         target = Target(name, provider, provider.image(image_name("base")).id, "python3", True)
     elif name == "local":
