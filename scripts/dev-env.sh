@@ -4,7 +4,7 @@
 #   source scripts/dev-env.sh            deepgym and its test tools
 #   source scripts/dev-env.sh --verl     also the `verl` extra on CPU (torch 2.13.0 CPU build, ~2 GB, ~3 minutes once)
 #   source scripts/dev-env.sh --trl      also the `trl` extra (TRL 1.16.0) on the same CPU torch
-#                                        (the flags combine: --verl --trl)
+#   source scripts/dev-env.sh --NAME     any other extra of pyproject.toml by its name (the flags combine)
 #
 # The venv lives outside the checkout (default ~/.cache/deepgym/venv, or $DEEPGYM_VENV) so that a fresh checkout
 # reuses it; a stamp of the requirements decides whether pip has anything to do. Exports VENV.
@@ -13,17 +13,16 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${DEEPGYM_VENV:-$HOME/.cache/deepgym/venv}
 export VENV
 
-want_verl=0
-want_trl=0
+extras=()
 for flag in "$@"; do
   case "$flag" in
-    --verl) want_verl=1 ;;
-    --trl) want_trl=1 ;;
+    --*) extras+=("${flag#--}") ;;
+    *) echo "dev-env: unknown argument $flag (extras are given as --NAME)" >&2; return 2 2>/dev/null || exit 2 ;;
   esac
 done
 
 # pyproject.toml is the one list of requirements: the runtime ones plus the `test` extra, then the `verl` and
-# `trl` extras when asked for. hatchling and editables build the editable install below without build isolation.
+# other extras asked for. hatchling and editables build the editable install below without build isolation.
 requirements() {
   python3 -c 'import sys, tomllib
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
@@ -33,8 +32,11 @@ print(" ".join(project["dependencies"] * (sys.argv[2] == "test") + project["opti
 base_requirements="$(requirements test) hatchling editables"
 # verl's and TRL's own extras pull CUDA builds: CPU torch goes first, then deepgym's extras.
 extra_requirements=""
-[ "$want_verl" = 1 ] && extra_requirements="$(requirements verl)"
-[ "$want_trl" = 1 ] && extra_requirements="$extra_requirements $(requirements trl)"
+for extra in "${extras[@]}"; do
+  extra_requirements="$extra_requirements $(requirements "$extra")" || {
+    echo "dev-env: pyproject.toml has no extra named $extra" >&2; return 2 2>/dev/null || exit 2; }
+done
+extra_requirements="${extra_requirements# }"
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "dev-env: creating $VENV"
