@@ -8,7 +8,8 @@
     ├── ManifestError                      a malformed manifest: names the file, the key and the fix (ValueError)
     ├── LocalModeNotAllowedError           mode="local" without the explicit opt-in (PermissionError)
     ├── ImageBuildError                    `deepgym images build` failed (RuntimeError)
-    └── EngineUnavailableError             an engine command (not a sample) found no engine (ConnectionError)
+    ├── EngineUnavailableError             an engine command (not a sample) found no engine (ConnectionError)
+    └── ConfigurationError                 a setting or file the user gave is wrong: names it and the fix (ValueError)
 """
 
 from __future__ import annotations
@@ -51,3 +52,8 @@ class ImageBuildError(DeepGymError, RuntimeError):
 class EngineUnavailableError(DeepGymError, ConnectionError):
     """A command that is not judging a sample (``deepgym cleanup``) could not reach the container engine.
     Samples never raise it: for them the same failure is the no-verdict type ``daemon_unavailable``."""
+
+
+class ConfigurationError(DeepGymError, ValueError):
+    """A setting, option or file the user supplied is wrong. Never a sample's fault and never a 0: the message
+    names the bad input and how to fix it, before anything is judged with it."""
