@@ -42,6 +42,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .runner.channels import HUNK_HEADER
+
 _BASE_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<|eom_id|>", "</s>", "<eos>",
                     "<end_of_turn>", "<|end▁of▁sentence|>", "<|end_of_sentence|>", "<|EOT|>")
 # DeepSeek writes its special tokens with full-width bars (U+FF5C): accept both forms of every token.
@@ -50,8 +52,6 @@ END_TOKENS = tuple(sorted({t for base in _BASE_END_TOKENS for t in (base, base.r
 REASONING = ("auto", "open")
 _TRAILING_TOKENS = re.compile(r"(?:\s|" + "|".join(re.escape(t) for t in END_TOKENS) + r")+\Z")
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-# Counts of at most 9 digits: a longer one is no hunk header (and int() would refuse a number over 4300 digits).
-_HUNK = re.compile(r"^@@ -\d{1,9}(?:,(?P<old>\d{1,9}))? \+\d{1,9}(?:,(?P<new>\d{1,9}))? @@")
 _DIFF = re.compile(r"^(?:diff --git |@@ -\d)", re.M)
 _OPEN_TAG, _CLOSE_TAG = "<think>", "</think>"
 
@@ -115,7 +115,7 @@ def _scan(lines: list[str]) -> list[_Block]:
                 old = new = 0  # not hunk content: the counts were wrong, and the hunk ends here
             if closing.match(lines[i]):
                 break
-            hunk = _HUNK.match(line)
+            hunk = HUNK_HEADER.match(line)
             if hunk is not None:
                 old = int(hunk["old"]) if hunk["old"] is not None else 1
                 new = int(hunk["new"]) if hunk["new"] is not None else 1

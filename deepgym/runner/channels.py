@@ -106,7 +106,9 @@ def source(text: str, error_type: str, scratch_bytes: int) -> bytes | Fault:
 
 # ---------------------------------------------------------------------------------------------------- the diff
 
-_HUNK = re.compile(r"^@@ -[0-9]{1,9}(?:,([0-9]{1,9}))? \+[0-9]{1,9}(?:,([0-9]{1,9}))? @@")
+# Counts of at most 9 ASCII digits: a longer one is no hunk header (int() would refuse over 4300 digits), and
+# \d would also take other scripts' digits. The host's extractor (deepgym/extract.py) reads hunks by this too.
+HUNK_HEADER = re.compile(r"^@@ -[0-9]{1,9}(?:,(?P<old>[0-9]{1,9}))? \+[0-9]{1,9}(?:,(?P<new>[0-9]{1,9}))? @@")
 _GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
 _EXTENDED = ("index ", "similarity index ", "dissimilarity index ", "rename from ", "rename to ", "copy from ",
              "copy to ", "old mode ", "new mode ", "new file mode ", "deleted file mode ")
@@ -216,7 +218,7 @@ def _parse_diff(text: str) -> list[FilePatch]:
         elif line.startswith("+++ "):
             raise _Refused("invalid_patch", f"line {i + 1}: a '+++ ' file header without its '--- ' line")
         elif line.startswith("@@"):
-            match = _HUNK.match(line)
+            match = HUNK_HEADER.match(line)
             if current is None or not headers or match is None:
                 raise _Refused("invalid_patch", f"line {i + 1} is not a valid hunk header or has no file header: "
                                                 f"{line[:80]!r}")
