@@ -42,6 +42,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from ..admission import engine_key
 from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 
@@ -205,6 +206,7 @@ class DockerProvider(Provider):
         self.namespace = pid_namespace()
         self.owner = owner_label(os.getpid())
         self.attach = attach if attach is not None else os.environ.get(EXEC_PATH_VARIABLE) != "1"
+        self.admission_key = engine_key(os.environ.get("DOCKER_HOST"))
         self._pool = max_parallel + 4
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
