@@ -31,9 +31,15 @@ def spec() -> SandboxSpec:
     return SandboxSpec(image=image.id, labels={"deepgym.test": "prewarm"})
 
 
-def containers(run_id: str) -> list[str]:
-    return subprocess.run(["docker", "ps", "-aq", "--filter", f"label=deepgym={run_id}"], capture_output=True,
-                          text=True, check=True).stdout.split()
+def containers(run_id: str, timeout_s: float = 30.0) -> list[str]:
+    """The containers of ``run_id`` once none is left or ``timeout_s`` passed (a busy engine removes slowly)."""
+    until = time.monotonic() + timeout_s
+    while True:
+        found = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=deepgym={run_id}"], capture_output=True,
+                               text=True, check=True).stdout.split()
+        if not found or time.monotonic() > until:
+            return found
+        time.sleep(0.2)
 
 
 def wait_ready(provider, count: int, timeout_s: float = 60.0) -> None:
@@ -94,6 +100,26 @@ def test_a_prewarmed_container_that_died_while_it_waited_is_never_used(spec):
         time.sleep(0.5)
         result = provider.run(spec, ECHO, ExecOptions(stdin=b"fresh", timeout_s=30))
     assert (result.exit_code, result.stdout) == (0, b"fresh")
+
+
+@pytest.mark.docker
+def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec, monkeypatch):
+    from deepgym.sandbox import prewarm
+    from deepgym.sandbox.docker import DockerProvider
+
+    monkeypatch.setattr(prewarm, "MAX_KINDS", 2)
+    provider = DockerProvider(prewarm=1)
+    try:
+        for cwd in ("/", "/tmp", "/usr", "/etc"):  # four kinds: the same command in four working directories
+            provider.run(spec, ECHO, ExecOptions(stdin=b"k", cwd=cwd, timeout_s=30))
+            time.sleep(1.5)  # its refill lands
+        wait_ready(provider, 2)
+        time.sleep(1.0)
+        kinds = [kind[3] for kind, boxes in provider.prewarm._ready.items() if boxes]
+        assert kinds == ["/usr", "/etc"] and sum(len(b) for b in provider.prewarm._ready.values()) == 2, kinds
+    finally:
+        provider.close()
+    assert containers(provider.run_id) == []
 
 
 @pytest.mark.docker

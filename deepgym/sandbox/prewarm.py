@@ -44,6 +44,9 @@ PREWARM_VARIABLE = "DEEPGYM_DOCKER_PREWARM"
 REFILLERS = 2
 # A prewarmed container older than this is removed instead of used (a long-idle kind holds memory for nothing).
 MAX_IDLE_S = 600.0
+# At most this many pool sizes are kept ready across all kinds: a client judging many environments keeps the
+# ones it used last (each waiting container holds some 20 MiB).
+MAX_KINDS = 4
 
 
 def prewarm_size(prewarm: int | None, max_parallel: int) -> int:
@@ -148,11 +151,21 @@ class Prewarm:
     def _take(self, kind: Hashable) -> Attached | None:
         while True:
             with self._lock:
-                ready = self._ready.get(kind)
+                ready = self._ready.pop(kind, None)
                 box = ready.popleft() if ready else None
+                if ready is not None:
+                    self._ready[kind] = ready  # last in the order: the kind used most recently
             if box is None or box.usable():
                 return box
             self._discard(box)
+
+    def _evict(self) -> list[Attached]:
+        """The ready containers beyond MAX_KINDS pool sizes, of the kinds used longest ago (under the lock)."""
+        evicted = []
+        while sum(len(ready) for ready in self._ready.values()) > MAX_KINDS * self.size:
+            oldest = next(iter(self._ready))
+            evicted.extend(self._ready.pop(oldest))
+        return evicted
 
     def _top_up(self, kind: Hashable, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> None:
         with self._lock:
@@ -171,13 +184,15 @@ class Prewarm:
         except SandboxError as exc:  # the next sample starts its own, and meets the failure itself
             log.debug("prewarming a container failed: %s", exc)
         finally:
+            evicted = []
             with self._lock:
                 self._making[kind] -= 1
                 if box is not None and not self._closed:
                     self._ready.setdefault(kind, deque()).append(box)
                     box = None
-        if box is not None:  # closed meanwhile
-            self._discard(box)
+                    evicted = self._evict()
+        for unused in evicted + ([box] if box is not None else []):  # too many kinds, or closed meanwhile
+            self._discard(unused)
 
     def _discard(self, box: Attached) -> None:
         """Close the container's stream and remove it in the background (right away once closing)."""
