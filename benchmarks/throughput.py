@@ -1,59 +1,233 @@
-"""Scoring throughput: N mixed responses (half right, half wrong) per mode and parallelism, in one run.
+"""Scoring throughput, every way of judging in one run, and admission control at 20 times its bound.
 
-    python benchmarks/throughput.py                       # coin_change, 64 samples, docker and local
-    python benchmarks/throughput.py --env two_sum -n 200 --parallel 2 4 8
-    python benchmarks/throughput.py --modes docker docker-exec   # docker's attached fast path vs. its exec path
+    python benchmarks/throughput.py                               # coin_change 64, a patch and a program env 16
+    python benchmarks/throughput.py --envs coin_change -n 200 --parallel 2 4
+    python benchmarks/throughput.py --deepgym062 /tmp/dg062/bin/python   # with DeepGym 0.6.2's rows
+    python benchmarks/throughput.py --rows strict --baseline /tmp/old:old --rounds 5   # before vs. after a change
 
-Prints samples/s and per-sample latency (p50, p95) for each mode, and the machine it ran on. Every verdict is
-checked (right -> 1.0, wrong -> below 1.0), so a fast but wrong run cannot pass for a good one. Local mode runs
-submissions unconfined on this host; the benchmark opts in for it with DEEPGYM_ALLOW_LOCAL=1.
+**Part 1, rows.** Each environment gets N responses, half right (the reference) and half wrong (its known-wrong
+solutions), judged by each row; every verdict is checked (right -> 1.0, wrong -> below 1.0), so a fast but
+wrong row cannot pass for a good one.
+
+- ``engine``: the bare engine, no deepgym: docker-py create + start + wait + remove of a container of the
+  environment's image running ``true``, with the same settings as a sandbox (no network, capabilities, limits).
+- ``strict``: deepgym's docker mode, a fresh container per sample, prewarmed (the default).
+- ``strict-cold``: the same with every container started on demand (``DEEPGYM_DOCKER_PREWARM=0``).
+- ``docker-exec``: docker through the generic create-and-exec path (``DEEPGYM_DOCKER_EXEC=1``).
+- ``local``: deepgym's local mode (no isolation at all; ``DEEPGYM_ALLOW_LOCAL=1``).
+- ``0.6.2-local``, ``0.6.2-docker``: DeepGym 0.6.2 from PyPI, installed into a separate virtualenv
+  (``python3 -m venv /tmp/dg062 && /tmp/dg062/bin/pip install deepgym==0.6.2``; its local mode needs
+  ``bwrap``), given with ``--deepgym062 PYTHON``. It gets the same solutions as plain code (it does not
+  extract fenced blocks) and judges its own coin_change (25 cases, partial credit); its docker mode runs this
+  machine's base image without its entry point (no registry here).
+
+Figures per row: samples/s, p50 and p95 latency, CPU seconds per sample of the whole host (deepgym, the engine,
+the containers: /proc/stat, so other load on the host counts too) and the ratio to the ``engine`` row; at the
+end, the ratios that matter (strict to the engine and to DeepGym 0.6.2's docker mode, local to its local
+mode, strict before and after a change).
+
+**Part 2, admission.** ``--admission-processes`` processes offer 20 times the bound (``--bound``, default the CPU
+count) at once through verl's ``compute_score``, half busy loops and half right answers, and the outcome
+counts are printed: every busy loop should be ``solution_timeout``, every right answer 1.0, and none
+``host_overloaded``. ``--no-admission-contrast`` skips the same load with the bound raised to the offered
+concurrency (deepgym's own load left unbounded), which shows what admission prevents.
+
+``--baseline PATH:TAG`` also runs the deepgym rows with the deepgym checked out at PATH (``git archive REV |
+tar -x -C PATH``) and its images tagged TAG (built beforehand: ``DEEPGYM_TAG=TAG PYTHONPATH=PATH python -m
+deepgym.cli images build ENV``), each row in a subprocess, interleaved with this checkout's ``--rounds`` times.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
 import subprocess
+import sys
+import tempfile
+import textwrap
 import time
+import warnings
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from deepgym import DeepGym, load_environment
 from deepgym.check import as_response
-from deepgym.images import build
+from deepgym.images import build, image_name
+
+DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "local")
+ROWS = ("engine", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
+BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```"
 
 
-def responses(env_name: str, n: int) -> list[tuple[str, bool]]:
+def solutions(env_name: str, n: int) -> list[tuple[str, bool]]:
+    """N (code, is right) pairs: the reference and each known-wrong solution in turn."""
     env = load_environment(env_name)
-    solutions = env.solutions()
-    wrong = sorted(name for name in solutions if name.startswith("wrong_"))
-
-    def fenced(name: str) -> str:
-        return as_response(env, solutions[name].read_text())
-
-    return [(fenced("reference"), True) if i % 2 == 0 else (fenced(wrong[i // 2 % len(wrong)]), False) for i in range(n)]
+    found = env.solutions()
+    wrong = sorted(name for name in found if name.startswith("wrong_"))
+    return [(found["reference"].read_text(), True) if i % 2 == 0 else (found[wrong[i // 2 % len(wrong)]].read_text(),
+                                                                         False) for i in range(n)]
 
 
-def run(mode: str, env: str, samples: list[tuple[str, bool]], parallel: int) -> dict[str, float]:
-    """``docker-exec`` is docker judged through the generic create-and-exec path (DEEPGYM_DOCKER_EXEC=1)."""
-    os.environ["DEEPGYM_DOCKER_EXEC"] = "1" if mode == "docker-exec" else "0"
-    with DeepGym(mode=mode.removesuffix("-exec"), max_parallel=parallel) as gym:
-        gym.judge(env, samples[0][0])  # warm-up: image inspection, the first connections
+def host_cpu_s() -> float:
+    """Busy CPU seconds of the whole host so far (user, nice, system, irq, softirq)."""
+    fields = open("/proc/stat").readline().split()[1:8]
+    return (sum(map(int, fields[:3])) + int(fields[5]) + int(fields[6])) / os.sysconf("SC_CLK_TCK")
 
-        def one(sample: tuple[str, bool]) -> tuple[float, bool]:
-            started = time.perf_counter()
-            outcome = gym.judge(env, sample[0])
-            right = outcome.has_verdict and (outcome.score == 1.0) == sample[1]
-            return time.perf_counter() - started, right
 
+def timed(judge, samples: list, parallel: int) -> dict[str, float]:
+    """Run ``judge(sample) -> right`` over ``samples`` ``parallel`` at a time; the row's figures."""
+    def one(sample) -> tuple[float, bool]:
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=parallel) as pool:
-            results = list(pool.map(one, samples))
-        elapsed = time.perf_counter() - started
+        right = judge(sample)
+        return time.perf_counter() - started, right
+
+    cpu0, started = host_cpu_s(), time.perf_counter()
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        results = list(pool.map(one, samples))
+    elapsed, cpu = time.perf_counter() - started, host_cpu_s() - cpu0
     latencies = sorted(latency for latency, _ in results)
     return {"samples_per_s": len(samples) / elapsed, "p50_s": statistics.median(latencies),
-            "p95_s": latencies[int(0.95 * (len(latencies) - 1))], "wrong_verdicts": sum(not ok for _, ok in results)}
+            "p95_s": latencies[int(0.95 * (len(latencies) - 1))], "cpu_s": cpu / len(samples),
+            "wrong_verdicts": sum(not ok for _, ok in results)}
+
+
+def run_deepgym(row: str, env: str, n: int, parallel: int) -> dict[str, float]:
+    """A deepgym row. Uses only the API every deepgym version here has (``DeepGym(mode, max_parallel).judge``),
+    so a baseline checkout runs it too."""
+    os.environ["DEEPGYM_DOCKER_EXEC"] = "1" if row == "docker-exec" else "0"
+    os.environ["DEEPGYM_DOCKER_PREWARM"] = "0" if row == "strict-cold" else str(parallel)
+    environment = load_environment(env)
+    samples = [(as_response(environment, code), right) for code, right in solutions(env, n)]
+    with DeepGym(mode="local" if row == "local" else "docker", max_parallel=parallel) as gym:
+        gym.judge(env, samples[0][0])  # warm-up: image inspection, the first connections, the pool
+
+        def judge(sample: tuple[str, bool]) -> bool:
+            outcome = gym.judge(env, sample[0])
+            return outcome.has_verdict and (outcome.score == 1.0) == sample[1]
+
+        return timed(judge, samples, parallel)
+
+
+def run_engine(env: str, n: int, parallel: int) -> dict[str, float]:
+    """The bare engine: what docker-py and the engine need for a container like a sandbox, and nothing else."""
+    import docker
+
+    from deepgym.judging import sandbox_spec
+    from deepgym.sandbox.docker import API_VERSION, container_settings
+
+    environment = load_environment(env)
+    api = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION, max_pool_size=parallel + 4)
+    spec = sandbox_spec(environment, api.inspect_image(image_name(env))["Id"])
+
+    def judge(_: object) -> bool:
+        settings = container_settings(api, spec, {"deepgym-benchmark": "engine"}, attached=True)
+        container = api.create_container(spec.image, entrypoint=["true"], command=[], **settings)["Id"]
+        try:
+            api.start(container)
+            return api.wait(container)["StatusCode"] == 0
+        finally:
+            api.remove_container(container, force=True)
+
+    try:
+        judge(None)
+        return timed(judge, list(range(n)), parallel)
+    finally:
+        api.close()
+
+
+# DeepGym 0.6.2's rows, run by its own interpreter: samples as JSON on stdin, the figures as JSON on stdout.
+DEEPGYM_062 = textwrap.dedent('''
+    import json, os, statistics, sys, time
+    from concurrent.futures import ThreadPoolExecutor
+    from deepgym import DeepGym, load_environment
+    mode, env_name, parallel = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    samples = json.loads(sys.stdin.read())
+    env, gym = load_environment(env_name), DeepGym(mode=mode)
+    def cpu():
+        f = open("/proc/stat").readline().split()[1:8]
+        return (sum(map(int, f[:3])) + int(f[5]) + int(f[6])) / os.sysconf("SC_CLK_TCK")
+    def one(sample):
+        started = time.perf_counter()
+        try:
+            result = gym.run(env, sample[0])
+            right = result.has_verdict and (result.score == 1.0) == sample[1]
+        except Exception:
+            right = False
+        return time.perf_counter() - started, right
+    one(samples[0])
+    cpu0, started = cpu(), time.perf_counter()
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        results = list(pool.map(one, samples))
+    elapsed = time.perf_counter() - started
+    latencies = sorted(r[0] for r in results)
+    print(json.dumps({"samples_per_s": len(samples) / elapsed, "p50_s": statistics.median(latencies),
+                      "p95_s": latencies[int(0.95 * (len(latencies) - 1))], "cpu_s": (cpu() - cpu0) / len(samples),
+                      "wrong_verdicts": sum(not r[1] for r in results)}))
+''')
+
+
+def run_062(python: str, mode: str, env: str, n: int, parallel: int) -> dict[str, float]:
+    """A DeepGym 0.6.2 row. Its docker mode wants an image whose entry point runs ``sleep infinity``: this
+    machine's base image with the runner's entry point removed."""
+    variables = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "DEEPGYM_TAG")}
+    if mode == "docker":
+        plain = f"deepgym-benchmark-plain:{os.environ.get('DEEPGYM_TAG', 'latest')}"
+        subprocess.run(["docker", "build", "-q", "-t", plain, "-"], check=True, capture_output=True,
+                       input=f"FROM {image_name('base')}\nENTRYPOINT []\nCMD [\"/bin/sh\"]\n".encode())
+        variables["DEEPGYM_CONTAINER_IMAGE"] = plain
+    result = subprocess.run([python, "-I", "-c", DEEPGYM_062, mode, env, str(parallel)], cwd=tempfile.gettempdir(),
+                            input=json.dumps(solutions(env, n)), capture_output=True, text=True, env=variables)
+    if result.returncode != 0:
+        raise RuntimeError(f"DeepGym 0.6.2 ({mode}) failed: {result.stderr[-2000:]}")
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def run_baseline(checkout: str, tag: str, row: str, env: str, n: int, parallel: int) -> dict[str, float]:
+    """A deepgym row with the deepgym at ``checkout`` and its images tagged ``tag``, in a subprocess."""
+    variables = {**os.environ, "PYTHONPATH": checkout, "DEEPGYM_TAG": tag}
+    result = subprocess.run([sys.executable, __file__, "--row", row, "--envs", env, "-n", str(n), "--parallel",
+                             str(parallel)], env=variables, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+# One admission process: THREADS compute_score calls at once, the outcomes as JSON.
+SCORER = textwrap.dedent('''
+    import json, sys
+    from concurrent.futures import ThreadPoolExecutor
+    from deepgym.integrations.verl import compute_score
+    responses = json.loads(sys.stdin.read())
+    def score(response):
+        try:
+            return compute_score("coin_change", response, mode="docker")
+        except Exception as exc:
+            return {"error_type": getattr(exc, "error_type", type(exc).__name__), "score": None}
+    with ThreadPoolExecutor(max_workers=len(responses)) as pool:
+        print(json.dumps(list(pool.map(score, responses))))
+''')
+
+
+def admission(bound: int, offered: int, processes: int) -> tuple[Counter, float]:
+    """``offered`` coin_change samples at once from ``processes`` processes at admission bound ``bound``: the
+    outcome counts ("busy: solution_timeout", "right: 1.0", ...) and the seconds it took."""
+    environment = load_environment("coin_change")
+    right = as_response(environment, environment.solutions()["reference"].read_text())
+    per_process = [[BUSY if (p + i) % 2 else right for i in range(offered // processes)] for p in range(processes)]
+    with tempfile.TemporaryDirectory(prefix="deepgym-admission-benchmark-") as slots:
+        variables = {**os.environ, "DEEPGYM_ADMISSION_DIR": slots, "DEEPGYM_MAX_SANDBOXES": str(bound)}
+        started = time.perf_counter()
+        scorers = [subprocess.Popen([sys.executable, "-c", SCORER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    text=True, env=variables) for _ in per_process]
+        outputs = [scorer.communicate(json.dumps(batch))[0] for scorer, batch in zip(scorers, per_process, strict=True)]
+        elapsed = time.perf_counter() - started
+    counts: Counter = Counter()
+    for batch, output in zip(per_process, outputs, strict=True):
+        for response, result in zip(batch, json.loads(output), strict=True):
+            kind = "busy" if response == BUSY else "right"
+            counts[f"{kind}: {result['error_type'] or result['score']}"] += 1
+    return counts, elapsed
 
 
 def machine() -> str:
@@ -62,27 +236,84 @@ def machine() -> str:
                             text=True).stdout.strip()
     memory = int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal"))) // 2**20
     return (f"{cpu}, {os.cpu_count()} CPUs, {memory} GiB, Linux {platform.release()}, Docker Engine {engine}, "
-            f"Python {platform.python_version()}")
+            f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the start")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="coin_change")
-    parser.add_argument("-n", type=int, default=64, help="samples per configuration (default: %(default)s)")
-    parser.add_argument("--modes", nargs="+", default=["docker", "local"], choices=["docker", "docker-exec", "local"])
+    parser.add_argument("--envs", nargs="+", default=["coin_change", "patch_csv_quoting", "prog_max_subarray"])
+    parser.add_argument("-n", type=int, default=64, help="samples of the first environment per row (%(default)s)")
+    parser.add_argument("--n-others", type=int, default=16, help="samples of each other environment (%(default)s)")
+    parser.add_argument("--rows", nargs="+", default=["engine", "strict", "strict-cold", "local", "0.6.2-local",
+                                                      "0.6.2-docker"], choices=ROWS)
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
+    parser.add_argument("--deepgym062", metavar="PYTHON", help="DeepGym 0.6.2's interpreter, for its rows")
+    parser.add_argument("--baseline", metavar="PATH:TAG", help="also run each deepgym row with the deepgym at PATH "
+                                                               "and its images tagged TAG")
+    parser.add_argument("--rounds", type=int, default=1, help="run every row this many times, interleaved")
+    parser.add_argument("--bound", type=int, default=os.cpu_count() or 1, help="the admission bound (%(default)s)")
+    parser.add_argument("--admission-processes", type=int, default=4, help="processes offering 20x the bound, "
+                                                                             "0 skips part 2 (%(default)s)")
+    parser.add_argument("--no-admission-contrast", action="store_true", help="skip the same load without the bound")
+    parser.add_argument("--row", choices=DEEPGYM_ROWS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("DEEPGYM_ALLOW_LOCAL", "1")
-    build([args.env])
-    samples = responses(args.env, args.n)
-    print(f"machine: {machine()}")
-    print(f"environment: {args.env} ({load_environment(args.env).kind}), {args.n} samples, half right and half wrong\n")
-    print(f"{'mode':<11} {'parallel':>8} {'samples/s':>10} {'p50 s':>8} {'p95 s':>8} {'wrong verdicts':>15}")
-    for mode in args.modes:
+    warnings.filterwarnings("ignore", message="deepgym local mode")  # opted in above, on purpose
+    if args.row:  # one row of a baseline, for run_baseline
+        print(json.dumps(run_deepgym(args.row, args.envs[0], args.n, args.parallel[0])))
+        return
+    build(args.envs + (["coin_change"] if args.admission_processes else []))
+    print(f"machine: {machine()}\n")
+    print(f"{'environment':<18} {'row':<22} {'parallel':>8} {'samples/s':>10} {'p50 s':>7} {'p95 s':>7} "
+          f"{'CPU s/sample':>12} {'ratio':>6} {'wrong':>6}")
+    rates: dict[str, list[float]] = {}
+    for index, env in enumerate(args.envs):
+        n = args.n if index == 0 else args.n_others
         for parallel in args.parallel:
-            r = run(mode, args.env, samples, parallel)
-            print(f"{mode:<11} {parallel:>8} {r['samples_per_s']:>10.1f} {r['p50_s']:>8.3f} {r['p95_s']:>8.3f} "
-                  f"{r['wrong_verdicts']:>15}", flush=True)
+            for _ in range(args.rounds):
+                reference: dict[str, float] = {}
+                for row in args.rows:
+                    runs = []
+                    if row == "engine":
+                        runs.append((row, run_engine, (env, n, parallel)))
+                    elif row in DEEPGYM_ROWS:
+                        runs.append((row, run_deepgym, (row, env, n, parallel)))
+                        if args.baseline:
+                            checkout, _, tag = args.baseline.rpartition(":")
+                            runs.append((f"{row} (baseline)", run_baseline, (checkout, tag, row, env, n, parallel)))
+                    elif args.deepgym062 and env == "coin_change":  # DeepGym 0.6.2 has no such patch/program env
+                        runs.append((row, run_062, (args.deepgym062, row.removeprefix("0.6.2-"), env, n, parallel)))
+                    for label, function, where in runs:
+                        figures = function(*where)
+                        reference[label] = figures["samples_per_s"]
+                        versus = reference.get("engine")
+                        ratio = f"{figures['samples_per_s'] / versus:.2f}" if versus and label != "engine" else ""
+                        rates.setdefault(f"{env} {label} {parallel}", []).append(figures["samples_per_s"])
+                        print(f"{env:<18} {label:<22} {parallel:>8} {figures['samples_per_s']:>10.2f} "
+                              f"{figures['p50_s']:>7.3f} {figures['p95_s']:>7.3f} {figures['cpu_s']:>12.3f} "
+                              f"{ratio:>6} {figures['wrong_verdicts']:>6}", flush=True)
+    print("\nratios of mean samples/s:")
+    for env in args.envs:
+        for parallel in args.parallel:
+            def mean(label: str, env: str = env, parallel: int = parallel) -> float | None:
+                values = rates.get(f"{env} {label} {parallel}")
+                return statistics.mean(values) if values else None
+            for this, that in (("strict", "engine"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
+                               ("local", "0.6.2-local"), ("strict", "strict (baseline)")):
+                if mean(this) and mean(that):
+                    print(f"  {env} parallel {parallel}: {this} / {that} = {mean(this) / mean(that):.2f}")
+    if args.rounds > 1:
+        print("\nmean samples/s over the rounds:")
+        for label, values in rates.items():
+            print(f"  {label:<44} {statistics.mean(values):.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
+    if args.admission_processes:
+        offered = 20 * args.bound
+        print(f"\nadmission: {offered} coin_change samples offered at once (half busy loops, half right) from "
+              f"{args.admission_processes} processes through compute_score")
+        settings = [("bound", args.bound)] + ([] if args.no_admission_contrast else [("no bound", offered)])
+        for name, bound in settings:
+            counts, elapsed = admission(bound, offered, args.admission_processes)
+            print(f"  {name} ({bound}): {dict(sorted(counts.items()))} in {elapsed:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

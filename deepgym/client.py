@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable
 
 from .accounting import NoVerdictMonitor
+from .admission import Admission
 from .environments import Environment, load_environment
 from .extract import check_reasoning, extract_code, extract_patch
 from .judging import Images, judge
@@ -59,6 +60,9 @@ class DeepGym:
             ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
         max_parallel: samples judged at once by ``run_batch`` (default: the CPU count, at least 2; beyond it
             latency grows without more throughput, see benchmarks/throughput.py).
+        max_sandboxes: how many sandboxes may run at once on this host, counted across every deepgym process
+            and thread (:mod:`deepgym.admission`; default ``DEEPGYM_MAX_SANDBOXES``, else the CPU count). A
+            sample waits for a free slot before its clocks start, so waiting never costs it its verdict.
         allow_local: the explicit opt-in that ``mode="local"`` requires.
         allow_stale_image: judge with an image built from other environment files than this host's (default:
             ``DEEPGYM_ALLOW_STALE_IMAGE=1``, else refused as ``image_stale``); such verdicts say
@@ -66,7 +70,7 @@ class DeepGym:
     """
 
     def __init__(self, mode: str = "auto", *, max_parallel: int | None = None, allow_local: bool | None = None,
-                 allow_stale_image: bool | None = None):
+                 allow_stale_image: bool | None = None, max_sandboxes: int | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         self.mode = mode
@@ -75,6 +79,7 @@ class DeepGym:
         if mode == "local":
             options["allow_local"] = allow_local
         self.provider = make_provider(mode, **options)
+        self.admission = Admission(self.provider.admission_key, max_sandboxes)
         self.images = Images(allow_stale_image=allow_stale_image)
         self.monitor = NoVerdictMonitor()
 
@@ -103,7 +108,7 @@ class DeepGym:
                           variant=variant, scoring=env.scoring, limits=env.limits)
         started = time.monotonic()
         try:
-            observation = judge(self.provider, env, request, self.images)
+            observation = judge(self.provider, env, request, self.images, admission=self.admission)
         except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
             log.error("provider %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
             observation = Observation(runtime=self.backend, infra_error="verifier_error",

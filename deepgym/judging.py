@@ -15,6 +15,7 @@ image built from other environment files than the host's (its content-hash label
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -22,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from .admission import Admission
 from .environments import Environment
 from .images import HASH_LABEL, content_hash, hash_status
 from .runner.protocol import Request
@@ -117,11 +119,19 @@ def runner_exit(result: ExecResult) -> int | None:
     return result.exit_code
 
 
-def judge(provider: Provider, env: Environment, request: Request, images: Images) -> Observation:
+def judge(provider: Provider, env: Environment, request: Request, images: Images, *,
+          admission: Admission | None = None) -> Observation:
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
-    The host's deadline (the runner's own plus START_GRACE_S) is the exec's timeout; a command killed there
-    has ``deadline_hit`` and no exit status, and the runner's heartbeats say whose fault it was."""
+    With ``admission``, the sandbox first waits for a slot (:mod:`deepgym.admission`); every clock of the
+    sample starts once it has one. The host's deadline (the runner's own plus START_GRACE_S) is the exec's
+    timeout; a command killed there has ``deadline_hit`` and no exit status, and the runner's heartbeats say
+    whose fault it was."""
+    with admission.slot() if admission is not None else contextlib.nullcontext():
+        return _judge(provider, env, request, images)
+
+
+def _judge(provider: Provider, env: Environment, request: Request, images: Images) -> Observation:
     started = time.monotonic()
     image_id: str | None = None
     image_status: str | None = None

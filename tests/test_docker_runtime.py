@@ -3,6 +3,7 @@ infrastructure failures that must never become a score."""
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -147,11 +148,29 @@ def test_containers_are_locked_down(gym):
     assert "writable=[]" in details and "NoNewPrivs:\\t1" in details
 
 
-def test_containers_are_removed_and_labelled(gym):
+def test_containers_are_removed_and_labelled():
+    """The sample's container is removed; the prewarmed ones the client keeps for the next samples carry the
+    same labels and are removed when it closes."""
     from deepgym.sandbox.docker import LABEL, OWNER_LABEL
 
-    assert gym.provider.owner.split("/")[2] == str(os.getpid())
-    gym.run(ENV, fenced(WRONG))
-    leftover = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={gym.provider.run_id}"],
-                              capture_output=True, text=True).stdout.split()
-    assert leftover == [] and OWNER_LABEL == "deepgym.owner"
+    def of_this_run(run_id: str) -> list[str]:
+        return subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={run_id}", "--filter",
+                               f"label={OWNER_LABEL}={owner}"], capture_output=True, text=True).stdout.split()
+
+    with DeepGym(mode="docker") as gym:
+        owner = gym.provider.owner
+        assert owner.split("/")[2] == str(os.getpid())
+        gym.run(ENV, fenced(WRONG))
+        run_id = gym.provider.run_id
+        until = time.monotonic() + 30
+        while True:  # the used container goes in the background; what is left is the pool, ready for the next
+            ready = {box.container[:12] for boxes in gym.provider.prewarm._ready.values() for box in boxes}
+            left = set(of_this_run(run_id))
+            if left == ready or time.monotonic() > until:
+                break
+            time.sleep(0.2)
+        assert left == ready and ready, (left, ready)
+    until = time.monotonic() + 30  # a busy engine removes slowly
+    while of_this_run(run_id) and time.monotonic() < until:
+        time.sleep(0.2)
+    assert of_this_run(run_id) == []

@@ -36,8 +36,10 @@ PROBE = STATUS + '''
 def coin_change(coins, amount):
     scratch = os.path.dirname(os.environ["HOME"])
     info = os.stat(scratch)
+    runner = dict(line.split(":\t", 1) for line in open(f"/proc/{os.getppid()}/status").read().splitlines())
     raise RuntimeError(f"SUB {status('self')} gid={os.getgid()} groups={os.getgroups()} RUNNER {status(os.getppid())} "
-                       f"SCRATCH {scratch} {info.st_uid} {oct(info.st_mode & 0o7777)}")
+                       f"SCRATCH {scratch} {info.st_uid} {oct(info.st_mode & 0o7777)} "
+                       f"RUNNER-IDS {runner['Uid'].split()} {runner['Gid'].split()} {runner['Groups'].split()}")
 '''
 # A daemonized grandchild that outlives its worker unless the runner kills the whole uid, made non-dumpable
 # (its /proc files then show root as their owner).
@@ -49,6 +51,16 @@ if os.fork() == 0:
         time.sleep(600)
     os._exit(0)
 '''
+# Leaves its scratch folder hard to remove: folders it locked (mode 0), a read-only file, a symlink out of it.
+LOCK_SCRATCH = """import os
+home = os.environ["HOME"]
+os.makedirs(f"{home}/a/b/c")
+open(f"{home}/a/b/c/file", "w").write("x")
+os.chmod(f"{home}/a/b/c/file", 0o400)
+os.symlink("/usr/lib", f"{home}/a/out")
+for folder in ("a/b/c", "a/b", "a"):
+    os.chmod(f"{home}/{folder}", 0)
+"""
 # Prints the real uid of every process left (/proc/<pid>/status: the owner of /proc/<pid> may be root's).
 UIDS = ("""python3 -c 'import glob; print("UIDS", sorted({int(l.split()[1]) for f in glob.glob("/proc/[0-9]*/status") """
         """for l in open(f) if l.startswith("Uid:")}))'""")
@@ -120,7 +132,7 @@ def test_a_runner_given_full_root_drops_it_before_the_submission_runs(docker_arg
     request_ = request(PROBE, "caps", uid=23456, scratch="/tmp/sample-a")
     stdout = sandbox(docker_args, ["python3", "-I", "-B", "-m", "deepgym_runner"], stdin=request_.to_json().encode())
     details = the_report(stdout, "caps")["details"]
-    found = re.search(r"SUB (.*) gid=(\d+) groups=(\S+) RUNNER (.*) SCRATCH (\S+) (\d+) (\S+)", details)
+    found = re.search(r"SUB (.*) gid=(\d+) groups=(\S+) RUNNER (.*) SCRATCH (\S+) (\d+) (\S+) RUNNER-IDS", details)
     assert found, details
     sub, gid, groups, runner, scratch, owner, mode = found.groups()
     # uid, capabilities (inheritable, permitted, effective, bounding, ambient), NoNewPrivs
@@ -129,14 +141,18 @@ def test_a_runner_given_full_root_drops_it_before_the_submission_runs(docker_arg
     # The runner kept only what it needs to switch users and stop them, in every set, the bounding set too.
     assert runner.split() == ["0", NONE, KEEP, KEEP, KEEP, NONE, "1"], details
     assert (scratch, owner, mode) == ("/tmp/sample-a", "23456", "0o700")
+    # It made the scratch folder with the uid's file rights and is root again, filesystem ids included, with no
+    # supplementary group (root's group 0 would have widened those file rights).
+    assert "RUNNER-IDS ['0', '0', '0', '0'] ['0', '0', '0', '0'] []" in details, details
 
 
 @pytest.mark.docker
 def test_samples_in_one_sandbox_are_killed_and_measured_by_their_own_uids():
     """A warm pool: two samples, one sandbox, each with its own uid and scratch folder, beside a root daemon
     that burns a CPU (a provider's, such as E2B's envd) and another user's process. Killing a sample reaches
-    its daemonized grandchild and nothing else; the daemon's CPU is never charged to a sample."""
-    first = request(DAEMONIZE + PROBE, "first", uid=23456, scratch="/tmp/sample-a")
+    its daemonized grandchild and nothing else; the daemon's CPU is never charged to a sample. A scratch folder
+    the sample locked is removed all the same."""
+    first = request(DAEMONIZE + LOCK_SCRATCH + PROBE, "first", uid=23456, scratch="/tmp/sample-a")
     # Loading sleeps 2 s while the daemon burns: charged to it, the 1 s CPU limit of loading would fire.
     second = request("import time\ntime.sleep(2)\n" + solution(ENV, "reference"), "second", uid=24000)
     script = f"""

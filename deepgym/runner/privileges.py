@@ -6,23 +6,26 @@ switch uids, signal its own children), from the bounding set too when it may, an
 that nothing it starts can gain a privilege by exec (setuid binaries, file capabilities). A submission that
 then runs as an unprivileged uid holds no capability at all: the kernel clears them on the switch.
 
-Everything the runner does to a submission's processes or files it does *as that uid*, from a short-lived
-child (:func:`as_user`): ``kill(-1)`` from there reaches exactly that uid's processes in one atomic sweep (a
-fork bomb cannot outrun it) and nothing else in the sandbox, such as a provider's daemon; files are created
-and removed with that uid's rights, so the runner needs no ``CAP_CHOWN`` or ``CAP_DAC_OVERRIDE``.
+Everything the runner does to a submission's processes or files it does *as that uid*. ``kill(-1)`` from a
+short-lived child switched to it (:func:`as_user`) reaches exactly that uid's processes in one atomic sweep (a
+fork bomb cannot outrun it) and nothing else in the sandbox, such as a provider's daemon. Files are created
+and removed with that uid's file rights (:func:`file_rights`, the thread's filesystem uid), so the runner
+needs no ``CAP_CHOWN`` or ``CAP_DAC_OVERRIDE``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
+import select
 import shutil
 import signal
 import stat
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 CAP_KILL, CAP_SETGID, CAP_SETUID, CAP_SETPCAP = 5, 6, 7, 8
 KEEP = (CAP_KILL, CAP_SETGID, CAP_SETUID)
@@ -67,12 +70,17 @@ def status_masks(text: str | None = None) -> dict[str, int]:
 def drop_privileges() -> str | None:
     """Keep only :data:`KEEP` and set ``no_new_privs``; returns why the runner cannot judge safely, or None.
 
-    The bounding set is shrunk first, while CAP_SETPCAP (which that needs) may still be held: without it (as
+    Supplementary groups are cleared first (root's group 0 would otherwise widen :func:`file_rights`). The
+    bounding set is shrunk next, while CAP_SETPCAP (which that needs) may still be held: without it (as
     under Docker here, where the bounding set already is the three) the rest stays in the bounding set, where
     ``no_new_privs`` keeps anything from regaining it. Then capset leaves the three in the permitted and
     effective sets and none inheritable, ambient capabilities are cleared, and ``no_new_privs`` is set. The
     result is read back from /proc/self/status rather than trusted."""
     libc = _libc()
+    try:
+        os.setgroups([])
+    except OSError as exc:
+        return f"cannot clear the runner's supplementary groups: {exc.strerror}"
     keep = sum(1 << cap for cap in KEEP)
     last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
     for cap in range(last + 1):
@@ -91,10 +99,12 @@ def drop_privileges() -> str | None:
     _check(libc.capset(ctypes.byref(header), data), "capset")
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before Linux 4.3: none to clear
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    masks = status_masks()
+    status = Path("/proc/self/status").read_text()
+    masks = status_masks(status)
+    groups = next((line.split(":", 1)[1].split() for line in status.splitlines() if line.startswith("Groups:")), None)
     if masks.get("CapEff") != keep or masks.get("CapPrm") != keep or masks.get("CapInh") or masks.get("CapAmb") \
-            or masks.get("NoNewPrivs") != 1:
-        return f"the runner's privileges are not what it set: {masks}"
+            or masks.get("NoNewPrivs") != 1 or groups != []:
+        return f"the runner's privileges are not what it set: {masks}, groups {groups}"
     return None
 
 
@@ -125,16 +135,55 @@ def as_user(uid: int, action: Callable[[], int], timeout_s: float = 5.0) -> int:
             code = action()
         finally:
             os._exit(code)
+    code = reap(pid, timeout_s)
+    if code is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return -signal.SIGKILL
+    return code
+
+
+def await_exits(pidfds: list[int], timeout_s: float) -> bool:
+    """Wait until every process of ``pidfds`` has exited (a pidfd turns readable then, zombies included) or
+    ``timeout_s`` passes; returns whether all did. Woken by the kernel, not by polling, so a process that
+    dies at once costs no sleep."""
+    waiting = select.poll()
+    for pidfd in pidfds:
+        waiting.register(pidfd, select.POLLIN)
+    left, deadline = len(pidfds), time.monotonic() + timeout_s
+    while left:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        for pidfd, _ in waiting.poll(remaining * 1000):
+            waiting.unregister(pidfd)
+            left -= 1
+    return True
+
+
+def reap(pid: int, timeout_s: float) -> int | None:
+    """Wait for our child ``pid`` for up to ``timeout_s`` and return its exit status, or None if it is still
+    running then. Through a pidfd; by polling every millisecond when none can be opened (no descriptor
+    left)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        pidfd = None
     deadline = time.monotonic() + timeout_s
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return -signal.SIGKILL
-        time.sleep(0.001)
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                return None
+            if pidfd is None:
+                time.sleep(0.001)
+            else:
+                await_exits([pidfd], deadline - time.monotonic())
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _kill_everything_of_mine() -> int:
@@ -152,23 +201,39 @@ def kill_uid(uid: int) -> None:
     as_user(uid, _kill_everything_of_mine)
 
 
+@contextlib.contextmanager
+def file_rights(uid: int) -> Iterator[None]:
+    """Act on files with ``uid``'s rights (gid ``uid``) in this thread, and as root again afterwards.
+
+    The kernel checks file access and gives new files their owner by the filesystem uid and gid, which
+    setfsuid(2) and setfsgid(2) change for the calling thread alone (glibc does not broadcast them to the
+    other threads, unlike setuid). The runner holds no file capability (CAP_CHOWN, CAP_DAC_OVERRIDE,
+    CAP_FOWNER) and no supplementary group (:func:`drop_privileges` clears them), so within this block the
+    thread can do to files exactly what ``uid`` can, and nothing else: it stays root in every other respect,
+    so the uid's processes can neither signal nor trace it. A fork per folder would cost more than the
+    rest of a small sample's work put together."""
+    libc = _libc()
+    libc.setfsgid(uid)
+    libc.setfsuid(uid)
+    try:
+        # Neither call reports a failure; an invalid id makes them return the current one instead.
+        if libc.setfsuid(-1) != uid or libc.setfsgid(-1) != uid:
+            raise PermissionError(f"cannot take uid {uid}'s file rights")
+        yield
+    finally:
+        libc.setfsuid(0)
+        libc.setfsgid(0)
+
+
 def make_dir(uid: int, path: str, mode: int) -> str | None:
     """Create ``path`` (which must not exist) as ``uid`` with ``mode``; returns why it could not, or None."""
-
-    def create() -> int:
-        try:
+    try:
+        with file_rights(uid):
             os.mkdir(path, mode)
             os.chmod(path, mode)  # the umask may have cut it
-        except FileExistsError:
-            return 17
-        except OSError:
-            return 1
-        return 0
-
-    code = as_user(uid, create)
-    if code == 17:
+    except FileExistsError:
         return f"{path} exists already; the runner creates the scratch directory itself"
-    if code != 0:
+    except OSError:
         return f"{path} could not be created as uid {uid} (is its folder writable by that user?)"
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or stat.S_IMODE(info.st_mode) != mode:
@@ -176,9 +241,9 @@ def make_dir(uid: int, path: str, mode: int) -> str | None:
     return None
 
 
-def _remove_tree(path: str) -> int:
-    """As the tree's owner: make every folder writable and searchable again (the submission may have
-    locked them), then remove it all."""
+def _remove_tree(path: str) -> None:
+    """Make every folder writable and searchable again (the submission may have locked them), then remove it
+    all. Symlinks are never followed."""
     try:
         os.chmod(path, 0o700)
     except OSError:
@@ -192,10 +257,11 @@ def _remove_tree(path: str) -> int:
             except OSError:
                 pass
     shutil.rmtree(path, ignore_errors=True)
-    return 0 if not os.path.lexists(path) else 1
 
 
 def remove_dir(uid: int, path: str) -> None:
-    """Remove ``path`` and everything in it with ``uid``'s rights (call after killing ``uid``)."""
+    """Remove ``path`` and everything in it with ``uid``'s rights (call after killing ``uid``, so that nothing
+    changes the tree while it is removed)."""
     if os.path.lexists(path):
-        as_user(uid, lambda: _remove_tree(path), timeout_s=30.0)
+        with file_rights(uid):
+            _remove_tree(path)

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .privileges import kill_uid, make_dir, remove_dir
+from .privileges import await_exits, kill_uid, make_dir, remove_dir
 from .protocol import DEFAULT_UID, Limits
 
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
@@ -50,11 +50,27 @@ KILL_WAIT_S = 2.0
 SWEEP_SETTLE_S = 0.1
 
 
-def _read(path: Path) -> str | None:
+def _read_bytes(path: Path | str) -> bytes | None:
+    """The whole file, or None when it cannot be read. Plain system calls: the runner reads a few /proc and
+    cgroup files on every 20 ms tick, where pathlib's text layer costs more than the reads."""
     try:
-        return path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _read(path: Path | str) -> str | None:
+    data = _read_bytes(path)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def _keyed(text: str, key: str) -> int | None:
@@ -108,10 +124,16 @@ def _cgroup_text(files: tuple[tuple[Path, str], ...]) -> tuple[int, str] | None:
     """(index of the version that answered, the file's text) for the first of ``files`` that exists in a
     cgroup this container owns, or None: counters that may be the host's are never read."""
     for index, (folder, name) in enumerate(files):
-        text = _read(folder / name)
+        text = _read(f"{folder}/{name}")  # not pathlib's /: this runs several times per tick
         if text is not None:
             return (index, text) if _trusted(folder) else None
     return None
+
+
+@functools.cache
+def _cgroup_procs_file() -> Path | None:
+    """The ``cgroup.procs`` beside the CPU counter the runner reads, or None without one."""
+    return next((folder / "cgroup.procs" for folder, name in _CPU_FILES if (folder / name).exists()), None)
 
 
 def cgroup_cpu_s() -> float | None:
@@ -173,9 +195,8 @@ class _Stat:
 
 
 def _stat(pid: int | str) -> _Stat | None:
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
+    data = _read_bytes(f"/proc/{pid}/stat")
+    if not data:
         return None
     parts = data[data.rindex(b")") + 2:].split()
     ticks = [int(x) for x in parts[11:15]]  # utime stime cutime cstime
@@ -183,14 +204,26 @@ def _stat(pid: int | str) -> _Stat | None:
                  (ticks[1] + ticks[3]) / CLK_TCK, int(parts[19]), sum(ticks[:2]) / CLK_TCK)
 
 
+def _status_field(text: bytes, key: bytes) -> int | None:
+    """The first number of the line ``key`` of a /proc/<pid>/status text."""
+    at = text.find(b"\n" + key + b":\t")
+    return None if at < 0 else int(text[at + len(key) + 3:at + len(key) + 40].split(None, 1)[0])
+
+
+def process_ids(pid: int | str) -> tuple[int, int] | None:
+    """(real uid, parent pid) of ``pid`` from one read of /proc/<pid>/status, or None when it is gone."""
+    text = _read_bytes(f"/proc/{pid}/status")
+    if text is None:
+        return None
+    uid, ppid = _status_field(text, b"Uid"), _status_field(text, b"PPid")
+    return None if uid is None or ppid is None else (uid, ppid)
+
+
 def process_uid(pid: int | str) -> int | None:
     """The real uid of ``pid`` (/proc/<pid>/status), or None when it is gone: the uid a kill(-1) switched to
     that uid reaches, whatever the process did to its effective uid or its dumpable flag."""
-    text = _read(Path(f"/proc/{pid}/status"))
-    if text is None:
-        return None
-    line = next((line for line in text.splitlines() if line.startswith("Uid:")), None)
-    return None if line is None else int(line.split()[1])
+    ids = process_ids(pid)
+    return None if ids is None else ids[0]
 
 
 def _memory_peak(pid: int) -> tuple[int, int] | None:
@@ -309,6 +342,7 @@ class Sandbox:
         # The cgroup is trusted until a read finds someone else in it; from then on the per-process measure
         # continues from the last cgroup value (the offset), so the CPU time stays monotonic.
         self._cgroup_trusted = confined
+        self._procs_ours: str | None = None  # cgroup.procs when every process in it was last found ours
         self._offset: float | None = None
         self._last_cpu_s = 0.0
         self._init_cpu0 = self._init_cpu_s()
@@ -387,20 +421,31 @@ class Sandbox:
 
         A provider's daemon (E2B's envd, Daytona's toolbox) or a session's services may share the cgroup,
         and the cgroup cannot tell their CPU from the submission's: a single one of them makes the counters
-        someone else's. A pid shown as 0 lives outside the runner's pid namespace: someone else's too."""
-        text = next((_read(folder / "cgroup.procs") for folder, name in _CPU_FILES if (folder / name).exists()), None)
+        someone else's. A pid shown as 0 lives outside the runner's pid namespace: someone else's too.
+
+        Checked at every read, so each tick costs one read of ``cgroup.procs`` while it lists the same pids
+        as at the last check: none of those can have become someone else's since (an unprivileged uid cannot
+        change, and a pid is only reused once the namespace's whole pid space has wrapped around)."""
+        procs = _cgroup_procs_file()
+        text = None if procs is None else _read(procs)
         if text is None:
             return False
+        if text == self._procs_ours:
+            return True  # the same processes as at the last check, which were all ours
         own, init = os.getpid(), 1 if os.getppid() == 1 else None
         for token in text.split():
             pid = int(token)
             if pid in (own, init):
                 continue
-            stat, uid = _stat(pid), process_uid(pid)
-            if stat is None and uid is None and pid != 0:
+            ids = process_ids(pid)
+            if ids is None:
+                if pid == 0:
+                    return False
                 continue  # it exited while we looked
-            if uid not in self.uids and (stat is None or stat.ppid != own):
+            uid, ppid = ids
+            if uid not in self.uids and ppid != own:
                 return False
+        self._procs_ours = text
         return True
 
     def _cgroup_ours(self) -> bool:
@@ -456,11 +501,14 @@ class Sandbox:
             # First from the runner itself, through pidfds: this needs no new process, so it works while the
             # submission still holds every byte of the sandbox's memory or every pid (a fork under a full
             # memory cgroup would make the OOM killer choose between the runner and its copy).
-            self._signal_members(signal.SIGSTOP)
-            self._signal_members(signal.SIGKILL)
-            deadline = time.monotonic() + SWEEP_SETTLE_S
-            while self._alive() and time.monotonic() < deadline:
-                time.sleep(0.005)
+            for pidfd in self._signal_members(signal.SIGSTOP):
+                os.close(pidfd)
+            killed = self._signal_members(signal.SIGKILL)
+            try:
+                await_exits(killed, SWEEP_SETTLE_S)
+            finally:
+                for pidfd in killed:
+                    os.close(pidfd)
             # Then the atomic sweep of each uid still alive (one forked between the two passes, say).
             for uid in self._live_uids():
                 try:
@@ -468,11 +516,13 @@ class Sandbox:
                 except BlockingIOError:  # the uids hold every pid the sandbox allows: the next round retries
                     pass
             return
-    def _signal_members(self, sig: int) -> None:
+    def _signal_members(self, sig: int) -> list[int]:
         """Send ``sig`` to each process of the request's uids, one by one (stopping them all first keeps the
-        sweep ahead of a fork bomb; :func:`privileges.kill_uid` then gets what was forked in between). A
-        pidfd pins each process, and its uid is checked through /proc after it is pinned, so a pid reused by
-        someone else's process in between is never signalled."""
+        sweep ahead of a fork bomb; :func:`privileges.kill_uid` then gets what was forked in between), and
+        return the pidfds signalled, for the caller to wait on and close. A pidfd pins each process, and its
+        uid is checked through /proc after it is pinned, so a pid reused by someone else's process in between
+        is never signalled."""
+        pinned = []
         for pid in self.members():
             try:
                 pidfd = os.pidfd_open(pid)
@@ -481,10 +531,12 @@ class Sandbox:
             try:
                 if process_uid(pid) in self.uids:
                     signal.pidfd_send_signal(pidfd, sig)
+                    pinned.append(pidfd)
+                    continue
             except OSError:
                 pass
-            finally:
-                os.close(pidfd)
+            os.close(pidfd)
+        return pinned
 
     def _alive(self) -> list[int]:
         return [pid for pid in self.members() if (stat := _stat(pid)) is not None and stat.state != "Z"]

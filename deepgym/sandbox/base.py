@@ -192,6 +192,9 @@ class Provider(ABC):
     """Makes sandboxes. Thread-safe; one per process and mode is enough."""
 
     name: ClassVar[str]
+    admission_key: str = "host"
+    """Whose slots this provider's sandboxes take (:mod:`deepgym.admission`): ``host`` for sandboxes that use
+    this host's CPUs; a remote provider names its own key, one per account, with its own bound."""
 
     @abstractmethod
     def image(self, ref: str) -> Image:

@@ -15,8 +15,9 @@ stopped answering, the pids limit is full), the container is removed, and the ne
 
 **One-shot judging has a fast path.** :meth:`DockerProvider.run` makes ``argv`` the container's main
 process under Docker's init and carries stdin and stdout in one attached stream, which saves the exec round
-trips; ``DEEPGYM_DOCKER_EXEC=1`` (or ``DockerProvider(attach=False)``) takes the generic create-and-exec path
-instead. Both pass the same conformance and hostile suites. One difference remains: an attached main process
+trips, in a container started ahead of need (:mod:`deepgym.sandbox.prewarm`; ``DEEPGYM_DOCKER_PREWARM=0``
+starts each on demand); ``DEEPGYM_DOCKER_EXEC=1`` (or ``DockerProvider(attach=False)``) takes the generic
+create-and-exec path instead. Both pass the same conformance and hostile suites. One difference remains: an attached main process
 killed from outside (``docker kill``) cannot be told from one that died of SIGKILL itself, so it comes back as
 exit status 137, which :func:`~deepgym.verdict.classify` turns into ``sandbox_lost`` when the runner had not
 reported; removed from outside, it is SandboxLost on both paths.
@@ -42,8 +43,10 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from ..admission import engine_key
 from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
+from .prewarm import REFILLERS, Attached, Prewarm, prewarm_size
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -199,13 +202,16 @@ class DockerProvider(Provider):
 
     name = "docker"
 
-    def __init__(self, *, max_parallel: int = 32, attach: bool | None = None):
+    def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None):
         self.run_id = os.urandom(6).hex()
         self.host = socket.gethostname()
         self.namespace = pid_namespace()
         self.owner = owner_label(os.getpid())
         self.attach = attach if attach is not None else os.environ.get(EXEC_PATH_VARIABLE) != "1"
-        self._pool = max_parallel + 4
+        self.admission_key = engine_key(os.environ.get("DOCKER_HOST"))
+        size = prewarm_size(prewarm, max_parallel) if self.attach else 0
+        self.prewarm = Prewarm(self, size) if size else None
+        self._pool = max_parallel + 4 + (REFILLERS if size else 0)
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
 
@@ -273,7 +279,17 @@ class DockerProvider(Provider):
         if not self.attach:
             return super().run(spec, argv, options)
         started = time.monotonic()
-        deadline = started + options.timeout_s
+        if self.prewarm is not None:
+            return self.prewarm.run(spec, argv, options, started)
+        box = self.start_attached(spec, argv, options)
+        try:
+            return self.finish_attached(box, options, started)
+        finally:
+            self._remove(box.container)
+
+    def start_attached(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attached:
+        """A container whose main process is ``argv`` (as ``options``' user, in its cwd, with its env), started
+        with its stdio attached and waiting for its stdin. Removed again when it cannot be started."""
         container: str | None = None
         try:
             with self._engine("start") as api:
@@ -285,27 +301,36 @@ class DockerProvider(Provider):
                                                  detach=False, tty=False, working_dir=options.cwd,
                                                  environment=dict(options.env), **settings)["Id"]
                 stream = api.attach_socket(container, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-            sock: socket.socket = getattr(stream, "_sock", stream)
+            box = Attached(container, stream, getattr(stream, "_sock", stream), time.monotonic())
             try:
                 with self._engine("start") as api:
                     api.start(container)
-                with self._engine("run"):
-                    stdout, stderr, timed_out, truncated = _converse(sock, options, deadline)
-            finally:
-                sock.close()
-                stream.close()
-            with self._engine("run") as api:
-                if timed_out:
-                    with contextlib.suppress(docker.errors.APIError):
-                        api.kill(container)
-                    exit_code = None
-                else:
-                    exit_code = api.wait(container, timeout=ENGINE_GRACE_S)["StatusCode"]
-                    if exit_code != 0 and _going(api, container):
-                        raise SandboxLost("the container was removed from outside under its command")
-        finally:
+            except BaseException:
+                box.close_stream()
+                raise
+        except BaseException:
             if container is not None:
                 self._remove(container)
+            raise
+        return box
+
+    def finish_attached(self, box: Attached, options: ExecOptions, started: float) -> ExecResult:
+        """Send ``options.stdin`` to an attached container and collect what its main process did, by the
+        deadline ``started + options.timeout_s``. The caller removes the container."""
+        try:
+            with self._engine("run"):
+                stdout, stderr, timed_out, truncated = _converse(box.sock, options, started + options.timeout_s)
+        finally:
+            box.close_stream()
+        with self._engine("run") as api:
+            if timed_out:
+                with contextlib.suppress(docker.errors.APIError):
+                    api.kill(box.container)
+                exit_code = None
+            else:
+                exit_code = api.wait(box.container, timeout=ENGINE_GRACE_S)["StatusCode"]
+                if exit_code != 0 and _going(api, box.container):
+                    raise SandboxLost("the container was removed from outside under its command")
         return ExecResult(exit_code=exit_code, stdout=stdout, stderr_tail=_tail(stderr), timed_out=timed_out,
                           elapsed_s=time.monotonic() - started, stdout_truncated=truncated)
 
@@ -333,7 +358,9 @@ class DockerProvider(Provider):
             api.remove_container(container, force=True)
 
     def close(self) -> None:
-        """Remove this run's containers still alive and close the connection."""
+        """Remove this run's containers still alive (prewarmed ones too) and close the connection."""
+        if self.prewarm is not None:
+            self.prewarm.close()
         if self._api is None:
             return
         with contextlib.suppress(SandboxError):

@@ -1,0 +1,275 @@
+"""Host-wide admission control: at most N sandboxes of one kind run at once, across every deepgym process and
+thread on the host.
+
+The runner's fair-timeout rule gives no verdict (``host_overloaded``) when the host starves a sample of CPU,
+which is right for load that is not deepgym's: nobody could judge fairly. But 40 reward threads that each start
+a sandbox on a 2-core host are such load too, made by deepgym itself, and a busy loop then escapes its
+``solution_timeout``. So a sandbox is admitted only when one of N slots is free, and a sample waits for its
+slot *before* any of its clocks start (the host's deadline, the runner's budgets): waiting is never charged
+to it.
+
+**Slots are file locks.** A bound of N is N slot files in ``<directory>/<key>/``, each held by an exclusive
+``flock(2)`` while its sandbox runs. The kernel drops a lock when its holder's process ends, however it ends,
+so a killed or crashed deepgym never keeps a slot, and nothing needs cleaning up. Threads of one process
+first pass a semaphore of the same bound, so at most N of them compete for the files. Waiters of all
+processes take turns at the head of a queue (another lock file): the head polls the slots every
+:data:`HEAD_POLL_S`, the others poll the queue, backing off to :data:`QUEUE_POLL_MAX_S`, so a freed slot is
+taken within milliseconds while waiting costs next to no CPU. Every wait can be cancelled or given a timeout.
+
+**Keys.** ``host`` is for sandboxes that use this host's CPUs: docker on the local engine, local mode. Other
+places take slots under their own key and bound, e.g. a remote provider per account::
+
+    with Admission("e2b-acme", bound=20).slot():
+        ...                                    # create, exec, close the sandbox
+
+**Configuration.** The bound is the argument, else ``DEEPGYM_MAX_SANDBOXES`` (key ``host``) or
+``DEEPGYM_MAX_SANDBOXES_<KEY>`` (upper case, ``-`` and ``.`` as ``_``), else the caller's default (the CPU
+count for ``host``). The directory is ``DEEPGYM_ADMISSION_DIR``, else ``/tmp/deepgym-admission``; it and its key
+folders are world-writable and sticky, so every user's deepgym shares them. Processes given different bounds
+share the same slot files, each using the first of them up to its own bound: the host then runs at most the
+largest bound any of them has. A holder must not wait for a second slot of the same key (with every slot held
+that way, nobody proceeds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import random
+import re
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigurationError, DeepGymError
+
+HOST = "host"
+DIR_VARIABLE = "DEEPGYM_ADMISSION_DIR"
+BOUND_VARIABLE = "DEEPGYM_MAX_SANDBOXES"
+DEFAULT_DIR = "/tmp/deepgym-admission"
+KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# The waiter at the head of the queue tries every slot this often; the others try to become the head, backing
+# off from 1 ms to QUEUE_POLL_MAX_S. A semaphore wait (this process's own threads) wakes this often to check
+# for a cancellation.
+HEAD_POLL_S = 0.002
+QUEUE_POLL_MAX_S = 0.05
+CANCEL_POLL_S = 0.1
+
+
+class AdmissionTimeout(DeepGymError):
+    """No slot came free within the wait's timeout."""
+
+
+class AdmissionCancelled(DeepGymError):
+    """The wait for a slot was cancelled (deepgym is shutting down)."""
+
+
+def default_bound() -> int:
+    """The CPU count: one sandbox per CPU keeps every sample's CPU share fair, and more adds no throughput."""
+    return os.cpu_count() or 1
+
+
+def bound_variable(key: str) -> str:
+    """The environment variable that sets the bound of ``key``."""
+    return BOUND_VARIABLE if key == HOST else f"{BOUND_VARIABLE}_{re.sub(r'[^A-Z0-9]', '_', key.upper())}"
+
+
+def engine_key(docker_host: str | None) -> str:
+    """The key of a Docker engine's sandboxes: ``host`` for this host's own engine (no ``DOCKER_HOST``, or a unix
+    socket), else one key per remote engine, whose CPUs are not this host's."""
+    if not docker_host or docker_host.startswith("unix://"):
+        return HOST
+    return ("docker-" + re.sub(r"[^a-z0-9.-]+", "-", docker_host.lower().split("://", 1)[-1]).strip("-"))[:64]
+
+
+def resolve_bound(key: str, bound: int | None, default: Callable[[], int] = default_bound) -> int:
+    """The bound of ``key``: ``bound``, else its environment variable, else ``default()``."""
+    source = "the bound"
+    if bound is None:
+        variable = bound_variable(key)
+        text = os.environ.get(variable)
+        if text is None:
+            return default()
+        source = variable
+        try:
+            bound = int(text)
+        except ValueError:
+            raise ConfigurationError(f"{variable}={text!r} is not a whole number; set it to how many sandboxes "
+                                     f"may run at once") from None
+    if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+        raise ConfigurationError(f"{source} of admission key {key!r} must be a whole number of at least 1, got "
+                                 f"{bound!r}")
+    return bound
+
+
+@dataclass
+class Slot:
+    """One admitted sandbox's slot; :meth:`release` (or leaving :meth:`Admission.slot`) frees it."""
+
+    key: str
+    index: int
+    waited_s: float
+    _fd: int | None = field(repr=False, default=None)
+    _local: threading.Semaphore | None = field(repr=False, default=None)
+
+    def release(self) -> None:
+        """Free the slot. Idempotent. The lock is dropped explicitly, not only by closing: a child forked
+        meanwhile shares the open file and would otherwise keep holding it."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+            if self._local is not None:
+                self._local.release()
+
+
+class Admission:
+    """At most ``bound`` sandboxes of ``key`` at once on this host (see the module's docstring). Thread-safe;
+    one instance per key and process is enough, but any number share the same slots."""
+
+    def __init__(self, key: str = HOST, bound: int | None = None, *, directory: str | os.PathLike[str] | None = None,
+                 default: Callable[[], int] = default_bound):
+        if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
+            raise ConfigurationError(f"admission key {key!r} must be 1 to 64 of a-z, 0-9, '.', '_', '-', starting "
+                                     f"with a letter or digit")
+        self.key = key
+        self.bound = resolve_bound(key, bound, default)
+        self.root = Path(directory or os.environ.get(DIR_VARIABLE) or DEFAULT_DIR)
+        self.folder = self.root / key
+        self._local = threading.BoundedSemaphore(self.bound)
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"Admission(key={self.key!r}, bound={self.bound}, folder={str(self.folder)!r})"
+
+    @contextlib.contextmanager
+    def slot(self, *, timeout_s: float | None = None,
+             cancelled: Callable[[], bool] | None = None) -> Iterator[Slot]:
+        """Hold a slot for the duration of the block; see :meth:`acquire`."""
+        held = self.acquire(timeout_s=timeout_s, cancelled=cancelled)
+        try:
+            yield held
+        finally:
+            held.release()
+
+    def acquire(self, *, timeout_s: float | None = None, cancelled: Callable[[], bool] | None = None) -> Slot:
+        """Wait for a free slot and take it. Raises AdmissionTimeout after ``timeout_s`` (None: wait as long as
+        it takes) and AdmissionCancelled as soon as ``cancelled()`` is true."""
+        started = time.monotonic()
+        deadline = None if timeout_s is None else started + timeout_s
+        while not self._local.acquire(timeout=self._step(CANCEL_POLL_S, deadline)):
+            self._check(deadline, cancelled)
+        try:
+            fd, index = self._take_file_slot(deadline, cancelled)
+        except BaseException:
+            self._local.release()
+            raise
+        return Slot(self.key, index, time.monotonic() - started, fd, self._local)
+
+    # ----------------------------------------------------------------------------------------------------
+
+    def _take_file_slot(self, deadline: float | None, cancelled: Callable[[], bool] | None) -> tuple[int, int]:
+        self._prepare()
+        fds: dict[int, int] = {}  # slot index -> an open file of it, kept across the polls of one wait
+        queue: int | None = None
+        backoff = 0.001
+        try:
+            while True:
+                taken = self._try_slots(fds)
+                if taken is not None:
+                    return taken
+                self._check(deadline, cancelled)
+                if queue is None:
+                    queue = self._try_lock("queue")
+                if queue is not None:
+                    time.sleep(self._step(HEAD_POLL_S, deadline))
+                else:
+                    time.sleep(self._step(backoff, deadline))
+                    backoff = min(2 * backoff, QUEUE_POLL_MAX_S)
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+            if queue is not None:
+                fcntl.flock(queue, fcntl.LOCK_UN)
+                os.close(queue)
+
+    def _try_slots(self, fds: dict[int, int]) -> tuple[int, int] | None:
+        """Try every slot once, from a random one on (so that waiters spread); the slot taken, or None. The
+        winning file leaves ``fds`` and becomes the slot's."""
+        start = random.randrange(self.bound)
+        for offset in range(self.bound):
+            index = (start + offset) % self.bound
+            fd = fds.get(index)
+            if fd is None:
+                fd = fds[index] = self._open(f"slot-{index}")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            del fds[index]
+            return fd, index
+        return None
+
+    def _try_lock(self, name: str) -> int | None:
+        fd = self._open(name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    def _open(self, name: str) -> int:
+        """An open file of the lock file ``name``, made if missing. Only ever read (a lock needs no more), never
+        followed through a symlink, and never a FIFO or device that could block or act on being opened."""
+        path = self.folder / name
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:  # another process made it just now
+                fd = os.open(path, flags)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot open deepgym's admission lock {path}: {exc.strerror}. Fix: make "
+                                     f"{self.root} writable for every user that runs deepgym, or point "
+                                     f"{DIR_VARIABLE} at another folder") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, f"deepgym's admission lock {path} is not a regular file; remove it")
+        return fd
+
+    def _prepare(self) -> None:
+        """Make the lock folders, world-writable and sticky like /tmp (once per instance)."""
+        if self._ready:
+            return
+        for folder in (self.root, self.folder):
+            try:
+                folder.mkdir(mode=0o1777, exist_ok=True)
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot make deepgym's admission folder {folder}: {exc.strerror}. Fix: "
+                                         f"point {DIR_VARIABLE} at a writable folder") from None
+            with contextlib.suppress(PermissionError):  # someone else's folder: theirs to set up
+                if stat.S_IMODE(folder.stat().st_mode) != 0o1777:
+                    os.chmod(folder, 0o1777)  # mkdir's mode passes through the umask
+        self._ready = True
+
+    @staticmethod
+    def _step(step_s: float, deadline: float | None) -> float:
+        return step_s if deadline is None else max(0.0, min(step_s, deadline - time.monotonic()))
+
+    def _check(self, deadline: float | None, cancelled: Callable[[], bool] | None) -> None:
+        if cancelled is not None and cancelled():
+            raise AdmissionCancelled(f"the wait for a {self.key!r} sandbox slot was cancelled")
+        if deadline is not None and time.monotonic() >= deadline:
+            raise AdmissionTimeout(f"no {self.key!r} sandbox slot came free in time: all {self.bound} were held "
+                                   f"(raise {bound_variable(self.key)} if the host has room for more)")

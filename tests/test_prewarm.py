@@ -1,0 +1,150 @@
+"""Strict mode's prewarmed containers (deepgym.sandbox.prewarm) on the real engine: each is used for exactly one
+sample, a sample's deadline starts when it asks, a container that died while it waited is never used, and
+closing leaves nothing behind. The conformance and hostile suites run through the same path (docker's
+attached fast path prewarms by default)."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+
+import pytest
+
+from deepgym.errors import ConfigurationError
+from deepgym.sandbox import ExecOptions, SandboxSpec
+from deepgym.sandbox.prewarm import PREWARM_VARIABLE, prewarm_size
+
+ENV = "coin_change"
+# Echoes its stdin back after a pause, as the runner answers its request.
+ECHO = ["sh", "-c", "cat; sleep 0.3"]
+
+
+@pytest.fixture(scope="module")
+def spec() -> SandboxSpec:
+    from deepgym.images import build, image_name
+    from deepgym.sandbox.docker import DockerProvider
+
+    build([ENV])
+    with contextlib.closing(DockerProvider(prewarm=0)) as provider:
+        image = provider.image(image_name(ENV))
+    return SandboxSpec(image=image.id, labels={"deepgym.test": "prewarm"})
+
+
+def containers(run_id: str, timeout_s: float = 30.0) -> list[str]:
+    """The containers of ``run_id`` once none is left or ``timeout_s`` passed (a busy engine removes slowly)."""
+    until = time.monotonic() + timeout_s
+    while True:
+        found = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=deepgym={run_id}"], capture_output=True,
+                               text=True, check=True).stdout.split()
+        if not found or time.monotonic() > until:
+            return found
+        time.sleep(0.2)
+
+
+def wait_ready(provider, count: int, timeout_s: float = 60.0) -> None:
+    until = time.monotonic() + timeout_s
+    while sum(len(ready) for ready in provider.prewarm._ready.values()) < count:
+        assert time.monotonic() < until, "the pool was not refilled"
+        time.sleep(0.05)
+
+
+@pytest.mark.docker
+def test_each_sample_gets_a_container_of_its_own_made_before_it_asked(spec):
+    from deepgym.sandbox.docker import DockerProvider
+
+    provider = DockerProvider(prewarm=2)
+    used: list[str] = []
+    finish = provider.finish_attached
+
+    def spy(box, options, started):
+        used.append((box.container, started - box.made))
+        return finish(box, options, started)
+
+    provider.finish_attached = spy
+    try:
+        first = provider.run(spec, ECHO, ExecOptions(stdin=b"one", timeout_s=30))  # cold: nothing was ready
+        wait_ready(provider, 2)
+        later = [provider.run(spec, ECHO, ExecOptions(stdin=b"x%d" % i, timeout_s=30)) for i in range(4)]
+    finally:
+        provider.close()
+    assert (first.exit_code, first.stdout) == (0, b"one")
+    assert [(r.exit_code, r.stdout) for r in later] == [(0, b"x%d" % i) for i in range(4)]
+    ids = [container for container, _ in used]
+    assert len(set(ids)) == len(ids) == 5, "a container served more than one sample"
+    assert used[1][1] > 0, "the second sample's container was made before the sample asked for it"
+    assert containers(provider.run_id) == [], "closing left containers behind"
+
+
+@pytest.mark.docker
+def test_the_deadline_starts_when_the_sample_asks_not_when_its_container_was_made(spec):
+    from deepgym.sandbox.docker import DockerProvider
+
+    with contextlib.closing(DockerProvider(prewarm=1)) as provider:
+        provider.run(spec, ECHO, ExecOptions(stdin=b"warm-up", timeout_s=30))
+        wait_ready(provider, 1)
+        time.sleep(5.0)  # the ready container waits longer than the next sample's whole deadline
+        result = provider.run(spec, ECHO, ExecOptions(stdin=b"late", timeout_s=2.5))
+    assert (result.timed_out, result.exit_code, result.stdout) == (False, 0, b"late")
+
+
+@pytest.mark.docker
+def test_a_prewarmed_container_that_died_while_it_waited_is_never_used(spec):
+    from deepgym.sandbox.docker import DockerProvider
+
+    with contextlib.closing(DockerProvider(prewarm=1)) as provider:
+        provider.run(spec, ECHO, ExecOptions(stdin=b"warm-up", timeout_s=30))
+        wait_ready(provider, 1)
+        (ready,) = [box for boxes in provider.prewarm._ready.values() for box in boxes]
+        subprocess.run(["docker", "kill", ready.container], capture_output=True, check=True)
+        time.sleep(0.5)
+        result = provider.run(spec, ECHO, ExecOptions(stdin=b"fresh", timeout_s=30))
+    assert (result.exit_code, result.stdout) == (0, b"fresh")
+
+
+@pytest.mark.docker
+def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec, monkeypatch):
+    from deepgym.sandbox import prewarm
+    from deepgym.sandbox.docker import DockerProvider
+
+    monkeypatch.setattr(prewarm, "MAX_KINDS", 2)
+    provider = DockerProvider(prewarm=1)
+    try:
+        for cwd in ("/", "/tmp", "/usr", "/etc"):  # four kinds: the same command in four working directories
+            provider.run(spec, ECHO, ExecOptions(stdin=b"k", cwd=cwd, timeout_s=30))
+            time.sleep(1.5)  # its refill lands
+        wait_ready(provider, 2)
+        time.sleep(1.0)
+        kinds = [kind[3] for kind, boxes in provider.prewarm._ready.items() if boxes]
+        assert kinds == ["/usr", "/etc"] and sum(len(b) for b in provider.prewarm._ready.values()) == 2, kinds
+    finally:
+        provider.close()
+    assert containers(provider.run_id) == []
+
+
+@pytest.mark.docker
+def test_a_verdict_through_a_prewarmed_container_is_the_verdict():
+    from deepgym import DeepGym, load_environment
+    from deepgym.check import as_response
+
+    env = load_environment(ENV)
+    solutions = env.solutions()
+    wrong = next(name for name in sorted(solutions) if name.startswith("wrong_"))
+    with DeepGym(mode="docker", max_parallel=2) as gym:
+        assert gym.provider.prewarm is not None and gym.provider.prewarm.size == 2
+        outcomes = [gym.judge(env, as_response(env, solutions[name].read_text()))
+                    for name in ("reference", wrong, "reference", wrong)]
+    assert [(o.score, o.error_type) for o in outcomes] == [(1.0, None), (0.0, "wrong_answer")] * 2
+
+
+@pytest.mark.parametrize("given,variable,size", [(None, None, 3), (None, "0", 0), (1, "5", 1), (None, "4", 4)])
+def test_the_pool_size_comes_from_the_argument_the_variable_or_the_parallelism(monkeypatch, given, variable, size):
+    if variable is not None:
+        monkeypatch.setenv(PREWARM_VARIABLE, variable)
+    assert prewarm_size(given, 3) == size
+
+
+def test_a_bad_pool_size_is_refused_by_name(monkeypatch):
+    monkeypatch.setenv(PREWARM_VARIABLE, "many")
+    with pytest.raises(ConfigurationError, match="DEEPGYM_DOCKER_PREWARM='many' is not a whole number"):
+        prewarm_size(None, 2)
