@@ -102,10 +102,11 @@ class Images:
             raise ImageMissing(f"{ref} is not on the engine; {fix}") from None
         status = hash_status(image.labels.get(HASH_LABEL), content_hash(env.id))
         if status == "stale" and not self.allow_stale_image:
+            rebuild = f"`deepgym images build {env.id}`" + (
+                f" and push it again (`deepgym images push --registry R {env.id}`)" if env.id in self.pinned else "")
             raise ImageStale(f"{ref} was built from other files of environment {env.id!r} than this host's "
-                             f"(the prompt and limits would not match its hidden tests); rebuild it with "
-                             f"`deepgym images build {env.id}`, or judge with it knowingly: allow_stale_image=True "
-                             f"or {STALE_OPT_IN_VARIABLE}=1")
+                             f"(the prompt and limits would not match its hidden tests); rebuild it with {rebuild}, "
+                             f"or judge with it knowingly: allow_stale_image=True or {STALE_OPT_IN_VARIABLE}=1")
         if status == "stale":
             log.warning("judging %s with stale image %s (allowed): every verdict says image_status 'stale'",
                         env.id, ref)

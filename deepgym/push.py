@@ -96,8 +96,8 @@ def push(registry: str, names: list[str] | None = None, *, manifest: str | Path 
     names = list_environments() if names is None else names
     for name in names:
         repository(registry, name)
-    build(names, log=log)
     recorded = read_manifest(manifest) if Path(manifest).exists() else {}
+    build(names, log=log)
     pushed: dict[str, PushedImage] = {}
     for name in names:
         pushed[name] = push_image(registry, name, log)

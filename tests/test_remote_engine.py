@@ -15,6 +15,7 @@ import pytest
 
 from deepgym import DeepGym, NoVerdictError
 from deepgym.images import build, image_name
+from deepgym.sandbox.docker import engine_options
 
 ENV = "coin_change"
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,3 +66,17 @@ def test_an_engine_that_does_not_answer_is_no_verdict_never_a_zero():
 def test_docker_host_is_refused_outside_docker_mode():
     with pytest.raises(ValueError, match="docker_host is an option of mode 'docker'"):
         DeepGym(mode="local", allow_local=True, docker_host="tcp://127.0.0.1:2375")
+
+
+@pytest.mark.parametrize("docker_host, expected", [
+    ("tcp://judge-1.internal:2375", {"base_url": "tcp://judge-1.internal:2375"}),
+    ("unix:///run/engine.sock", {"base_url": "unix:///run/engine.sock"}),
+    ("ssh://deepgym@judge-1", {"base_url": "ssh://deepgym@judge-1", "use_ssh_client": True}),
+])
+def test_docker_host_is_read_as_docker_host_is(docker_host, expected, monkeypatch):
+    """The option goes through docker-py's own DOCKER_HOST parsing; ssh:// runs the system's ssh client."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///elsewhere.sock")
+    for variable in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+        monkeypatch.delenv(variable, raising=False)
+    assert engine_options(docker_host) == expected
+    assert engine_options(None) == {"base_url": "unix:///elsewhere.sock"}
