@@ -6,7 +6,8 @@
 The "remote" engine is a second dockerd on this machine (scripts/second-engine.sh, needs root), reached over
 tcp://127.0.0.1 and over its unix socket; the images are copied to it first. Engines are measured in
 interleaved rounds so that load from elsewhere spreads over all of them. Every verdict is checked (right ->
-1.0, wrong -> below 1.0).
+1.0, wrong -> below 1.0); a wrong score fails the run, and samples without a verdict are counted by type (a
+host this busy may say ``host_overloaded``, which is no verdict, not a score).
 
 What it says: the cost of the docker provider talking to an engine through docker-py's tcp transport and a
 second daemon, against the local socket. What it does not say: the latency and bandwidth of a real network
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections import Counter
 import subprocess
 import sys
 import tempfile
@@ -36,17 +38,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "second-engine.sh"
 
 
-def per_sample(docker_host: str | None, env: str, samples: list[tuple[str, bool]]) -> tuple[list[float], int]:
-    """Latencies of judging ``samples`` one at a time (no queueing in them), and how many verdicts were wrong."""
-    latencies, wrong = [], 0
+def per_sample(docker_host: str | None, env: str, samples: list[tuple[str, bool]]) -> tuple[list[float], Counter]:
+    """Latencies of judging ``samples`` one at a time (no queueing in them), and the outcomes that were not the
+    expected score: ``wrong score``, or the no-verdict type (a busy host may give ``host_overloaded``)."""
+    latencies, unexpected = [], Counter()
     with DeepGym(mode="docker", docker_host=docker_host, max_parallel=1) as gym:
         gym.judge(env, samples[0][0])  # warm-up: image inspection, the first connection
         for response, right in samples:
             started = time.perf_counter()
             outcome = gym.judge(env, response)
             latencies.append(time.perf_counter() - started)
-            wrong += not (outcome.has_verdict and (outcome.score == 1.0) == right)
-    return latencies, wrong
+            if not outcome.has_verdict:
+                unexpected[f"no verdict: {outcome.error_type}"] += 1
+            elif (outcome.score == 1.0) != right:
+                unexpected["wrong score"] += 1
+    return latencies, unexpected
 
 
 def create_to_first_exec(docker_host: str | None, image: str, count: int) -> list[float]:
@@ -92,27 +98,29 @@ def main() -> None:
                    "second engine, unix socket": f"unix://{folder}/docker.sock"}
         latencies: dict[str, list[float]] = {name: [] for name in engines}
         creates: dict[str, list[float]] = {name: [] for name in engines}
-        wrong = 0
+        unexpected: dict[str, Counter] = {name: Counter() for name in engines}
         for _ in range(args.rounds):
             for name, host in engines.items():
-                measured, bad = per_sample(host, env.id, samples)
+                measured, odd = per_sample(host, env.id, samples)
                 latencies[name] += measured
-                wrong += bad
+                unexpected[name] += odd
                 creates[name] += create_to_first_exec(host, env.image, args.creates)
     finally:
         subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True)
     print(machine())
     print(f"{env.id}, {args.n} samples and {args.creates} creates per engine and round, {args.rounds} rounds, "
-          f"one sample at a time; wrong verdicts: {wrong}")
+          f"one sample at a time")
     local = statistics.median(latencies["local socket (first engine)"])
-    print(f"{'engine':<32} {'p50 sample':>11} {'p95 sample':>11} {'overhead':>9} {'p50 create->exec':>17}")
+    print(f"{'engine':<32} {'p50 sample':>11} {'p95 sample':>11} {'overhead':>9} {'p50 create->exec':>17}  unexpected")
     for name in engines:
         measured = sorted(latencies[name])
         p50 = statistics.median(measured)
         print(f"{name:<32} {p50:>10.3f}s {measured[int(0.95 * (len(measured) - 1))]:>10.3f}s "
-              f"{1000 * (p50 - local):>+7.0f}ms {statistics.median(creates[name]):>16.3f}s")
+              f"{1000 * (p50 - local):>+7.0f}ms {statistics.median(creates[name]):>16.3f}s  "
+              f"{dict(unexpected[name]) or 'none'}")
+    wrong = sum(odd["wrong score"] for odd in unexpected.values())
     if wrong:
-        sys.exit(f"{wrong} wrong verdict(s)")
+        sys.exit(f"{wrong} wrong score(s): a defect, never load")
 
 
 if __name__ == "__main__":
