@@ -6,17 +6,16 @@
 #   scripts/second-engine.sh stop DIR    stop it and remove DIR
 #
 # It never touches the first engine: no bridge and no iptables rules (its containers get network "none" only,
-# which is all deepgym uses), a cgroup parent of its own, its own containerd (dockerd starts one under its exec root
-# when no system containerd socket exists), an empty daemon.json instead of /etc/docker/daemon.json. It listens
-# on a unix socket in DIR and on a free tcp port of 127.0.0.1 without TLS: any local user who can connect is
-# root on it, so use it only on a test machine. Run as root, with Docker Engine installed
-# (scripts/install-docker-engine.sh).
+# which is all deepgym uses), a cgroup parent of its own, its own containerd (dockerd starts one under its exec
+# root when no system containerd socket exists; else namespaces of its own in the system's), and an empty
+# daemon.json instead of /etc/docker/daemon.json. It listens on a unix socket in DIR and on a free tcp port of
+# 127.0.0.1 without TLS: any local user who can connect is root on it, so use it only on a test machine. Run as
+# root, with Docker Engine installed (scripts/install-docker-engine.sh).
 set -euo pipefail
 command=${1:-}
 dir=${2:-}
 [ -n "$command" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
-engine_pid() { [ -f "$dir/dockerd.pid" ] && cat "$dir/dockerd.pid"; }
 # The cgroup its containers go under: named after DIR, so two such engines never share one.
 cgroup="docker-engine2-$(basename "$dir")"
 
@@ -24,8 +23,8 @@ case "$command" in
 start)
   if [ -S /run/containerd/containerd.sock ]; then
     # dockerd would share the system's containerd; keep it off the first engine's namespace at least.
-    containerd_options=(--containerd /run/containerd/containerd.sock --containerd-namespace deepgym-engine2
-                        --containerd-plugins-namespace deepgym-engine2-plugins)
+    containerd_options=(--containerd /run/containerd/containerd.sock --containerd-namespace "$cgroup"
+                        --containerd-plugins-namespace "$cgroup-plugins")
   else
     containerd_options=()
   fi
@@ -48,12 +47,15 @@ start)
   exit 1
   ;;
 stop)
-  pid=$(engine_pid || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid"
-    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
-  fi
+  # dockerd stops the containerd it started; one that outlives a killed dockerd is stopped by its pidfile.
+  for pidfile in "$dir/dockerd.pid" "$dir/exec/containerd/containerd.pid"; do
+    pid=$(cat "$pidfile" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid"
+      for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
+    fi
+  done
   # Whatever a killed engine left mounted under DIR (overlay layers, its exec root's mounts), deepest first.
   awk -v dir="$dir" 'index($2, dir) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r mount; do
     umount -l "$mount" || true
