@@ -9,8 +9,9 @@ interleaved rounds so that load from elsewhere spreads over all of them. Every v
 1.0, wrong -> below 1.0); a wrong score fails the run, and samples without a verdict are counted by type (a
 host this busy may say ``host_overloaded``, which is no verdict, not a score).
 
-What it says: the cost of the docker provider talking to an engine through docker-py's tcp transport and a
-second daemon, against the local socket. What it does not say: the latency and bandwidth of a real network
+What it says: the cost of the docker provider talking to an engine through docker-py's tcp transport, against
+the unix socket of the same engine (the last line), and how a second daemon compares with the first (the
+overhead column; on a shared machine the first engine also carries everyone else's containers). What it does not say: the latency and bandwidth of a real network
 (each sample makes about six API round trips: create, attach, start, wait, remove, plus the stream), TLS or
 ssh, or a remote host's own load. Add the round-trip time of your network times six per sample to estimate it.
 """
@@ -118,6 +119,10 @@ def main() -> None:
         print(f"{name:<32} {p50:>10.3f}s {measured[int(0.95 * (len(measured) - 1))]:>10.3f}s "
               f"{1000 * (p50 - local):>+7.0f}ms {statistics.median(creates[name]):>16.3f}s  "
               f"{dict(unexpected[name]) or 'none'}")
+    transport = statistics.median(latencies["second engine, tcp://127.0.0.1"]) - statistics.median(
+        latencies["second engine, unix socket"])
+    print(f"tcp:// against the unix socket of the same engine (the transport alone): {1000 * transport:+.0f} ms "
+          "per sample")
     wrong = sum(odd["wrong score"] for odd in unexpected.values())
     if wrong:
         sys.exit(f"{wrong} wrong score(s): a defect, never load")
