@@ -5,8 +5,9 @@
 #                                        pidfile, socket, log, containerd); prints its tcp://127.0.0.1:PORT
 #   scripts/second-engine.sh stop DIR    stop it and remove DIR
 #
-# It never touches the first engine: no bridge and no iptables rules (its containers get network "none" only,
-# which is all deepgym uses), a cgroup parent of its own, its own containerd (dockerd starts one under its exec
+# It never touches the first engine: a bridge of its own (dockerd started with --bridge=none would delete the
+# first engine's docker0, which dockerd removes by name) and no iptables rules (deepgym's containers use
+# network "none" only), a cgroup parent of its own, its own containerd (dockerd starts one under its exec
 # root when no system containerd socket exists; else namespaces of its own in the system's), and an empty
 # daemon.json instead of /etc/docker/daemon.json. It listens on a unix socket in DIR and on a free tcp port of
 # 127.0.0.1 without TLS: any local user who can connect is root on it, so use it only on a test machine. Run as
@@ -16,8 +17,10 @@ command=${1:-}
 dir=${2:-}
 [ -n "$command" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 
-# The cgroup its containers go under: named after DIR, so two such engines never share one.
+# The cgroup its containers go under: named after DIR, so two such engines never share one. Its bridge too
+# (at most 15 characters), on a link-local /24 that no real network uses.
 cgroup="docker-engine2-$(basename "$dir")"
+bridge="dg2-$(printf '%s' "$dir" | sha256sum | cut -c1-8)"
 
 case "$command" in
 start)
@@ -29,11 +32,16 @@ start)
     containerd_options=()
   fi
   mkdir -p "$dir/data" "$dir/exec"
+  if ! ip link show "$bridge" >/dev/null 2>&1; then
+    ip link add "$bridge" type bridge
+    ip addr add "169.254.$((0x$(printf '%s' "$bridge" | sha256sum | cut -c1-2) % 200 + 20)).1/24" dev "$bridge"
+    ip link set "$bridge" up
+  fi
   echo '{}' > "$dir/daemon.json"
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   setsid dockerd --config-file "$dir/daemon.json" --data-root "$dir/data" --exec-root "$dir/exec" \
     --pidfile "$dir/dockerd.pid" --host "unix://$dir/docker.sock" --host "tcp://127.0.0.1:$port" --tls=false \
-    --bridge=none --iptables=false --ip6tables=false --ip-masq=false --cgroup-parent "/$cgroup" \
+    --bridge="$bridge" --iptables=false --ip6tables=false --ip-masq=false --cgroup-parent "/$cgroup" \
     "${containerd_options[@]}" </dev/null >"$dir/dockerd.log" 2>&1 &
   for _ in $(seq 120); do
     if docker --host "tcp://127.0.0.1:$port" info >/dev/null 2>&1; then
@@ -61,6 +69,7 @@ stop)
     umount -l "$mount" || true
   done
   rm -rf "$dir"
+  ip link del "$bridge" 2>/dev/null || true
   # The (empty) cgroup folders the engine made: one per controller on cgroup v1, one on v2.
   for folder in /sys/fs/cgroup/"$cgroup" /sys/fs/cgroup/*/"$cgroup"; do
     [ -d "$folder" ] && rmdir "$folder" 2>/dev/null || true
