@@ -75,6 +75,15 @@ target "base" {
   labels     = { "org.deepgym.base.content-hash" = lookup(jsondecode(CONTENT_HASHES), "base", "unknown") }
 }
 
+# A registry for the tests of `deepgym images push` (tests/registry/docker-compose.yml), on top of the base.
+# Not in group "default": `deepgym images build` builds it when the tests ask for it.
+target "registry" {
+  contexts = { base = "target:base" }
+  context  = "images/registry"
+  tags     = [image("registry")]
+  labels   = { "org.deepgym.content-hash" = lookup(jsondecode(CONTENT_HASHES), "registry", "unknown") }
+}
+
 # Every environment image starts from the base target through the named context "base".
 target "_environment" {
   contexts = { base = "target:base" }

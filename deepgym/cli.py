@@ -16,6 +16,7 @@ from pathlib import Path
 from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundError, LocalModeNotAllowedError,
                      ManifestError)
 from .integrations.verl_cli import add_verl_commands
+from .pushed import DEFAULT_MANIFEST
 from .runner.protocol import KINDS
 from .sandbox import MODES
 
@@ -102,6 +103,18 @@ def cmd_images_list(args: argparse.Namespace) -> int:
     width = max(len(name) for name in names)
     for name in names:
         print(f"{name:<{width}}  {image_status(name):<11} {image_name(name)}")
+    return EXIT_OK
+
+
+def cmd_images_push(args: argparse.Namespace) -> int:
+    from .environments import load_environment
+    from .push import push
+
+    names = [load_environment(name).id for name in args.environments] or None
+    pushed = push(args.registry, names, manifest=args.manifest)
+    for name, image in pushed.items():
+        print(f"{name}  {image.ref}")
+    print(f"deepgym: {len(pushed)} image(s) pushed; their digests are in {args.manifest}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -200,6 +213,15 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_images_build)
     p = images.add_parser("list", help="every image and whether it is current, stale or missing")
     p.set_defaults(func=cmd_images_list)
+    p = images.add_parser("push", help="build what is missing, push to a registry tagged by content hash, and "
+                                       "record each digest in a manifest")
+    p.add_argument("environments", nargs="*", metavar="ENV", help="default: every environment")
+    p.add_argument("--registry", required=True, metavar="R",
+                   help="host[:port][/path], e.g. 127.0.0.1:5000 or ghcr.io/acme (`docker login` it first if it "
+                        "wants credentials)")
+    p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE",
+                   help=f"the pushed-images manifest to write, merged with what it lists (default: {DEFAULT_MANIFEST})")
+    p.set_defaults(func=cmd_images_push)
 
     p = sub.add_parser("cleanup", help="remove every container deepgym created, on this engine")
     p.set_defaults(func=cmd_cleanup)

@@ -15,6 +15,7 @@ import time
 import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Iterable
 
 from .accounting import NoVerdictMonitor
@@ -22,6 +23,7 @@ from .admission import Admission
 from .environments import Environment, load_environment
 from .extract import check_reasoning, extract_code, extract_patch
 from .judging import Images, judge
+from .pushed import pinned_refs
 from .runner.protocol import Request
 from .sandbox import MODES, make_provider
 from .verdict import NoVerdictError, Observation, Verdict, classify
@@ -67,10 +69,15 @@ class DeepGym:
         allow_stale_image: judge with an image built from other environment files than this host's (default:
             ``DEEPGYM_ALLOW_STALE_IMAGE=1``, else refused as ``image_stale``); such verdicts say
             ``image_status: stale``.
+        docker_host: the Docker engine of ``docker`` mode, as DOCKER_HOST spells it (``unix://``, ``tcp://``,
+            ``ssh://user@host``); default: DOCKER_HOST, else the local socket.
+        image_manifest: a pushed-images manifest (``deepgym images push``): every environment it lists is judged
+            in the image it pins by digest (default: ``DEEPGYM_IMAGE_MANIFEST``, else the local image names).
     """
 
     def __init__(self, mode: str = "auto", *, max_parallel: int | None = None, allow_local: bool | None = None,
-                 allow_stale_image: bool | None = None, max_sandboxes: int | None = None):
+                 allow_stale_image: bool | None = None, max_sandboxes: int | None = None,
+                 docker_host: str | None = None, image_manifest: str | Path | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         self.mode = mode
@@ -78,9 +85,14 @@ class DeepGym:
         options: dict[str, Any] = {"max_parallel": self.max_parallel}
         if mode == "local":
             options["allow_local"] = allow_local
+        if docker_host is not None:
+            if mode not in ("auto", "docker"):
+                raise ValueError(f"docker_host is an option of mode 'docker', not {mode!r}")
+            options["docker_host"] = docker_host
+        pinned = pinned_refs(image_manifest)
         self.provider = make_provider(mode, **options)
         self.admission = Admission(self.provider.admission_key, max_sandboxes)
-        self.images = Images(allow_stale_image=allow_stale_image)
+        self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
 
     @property

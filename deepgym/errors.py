@@ -8,6 +8,7 @@
     ├── ManifestError                      a malformed manifest: names the file, the key and the fix (ValueError)
     ├── LocalModeNotAllowedError           mode="local" without the explicit opt-in (PermissionError)
     ├── ImageBuildError                    `deepgym images build` failed (RuntimeError)
+    ├── ImagePushError                     `deepgym images push` failed: names the image, the registry and the fix (RuntimeError)
     ├── EngineUnavailableError             an engine command (not a sample) found no engine (ConnectionError)
     └── ConfigurationError                 a setting or file the user gave is wrong: names it and the fix (ValueError)
 """
@@ -47,6 +48,11 @@ class LocalModeNotAllowedError(DeepGymError, PermissionError):
 
 class ImageBuildError(DeepGymError, RuntimeError):
     """Building images failed; the message says which step and how to fix it."""
+
+
+class ImagePushError(DeepGymError, RuntimeError):
+    """Pushing an image failed (the registry refused, needs a login, cannot be reached); the message names the
+    image, the registry and the fix."""
 
 
 class EngineUnavailableError(DeepGymError, ConnectionError):

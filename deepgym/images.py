@@ -30,6 +30,9 @@ BASE_HASH_LABEL = "org.deepgym.base.content-hash"
 DEFAULT_DEBIAN_IMAGE = "debian:bookworm-slim"
 BOOTSTRAP_DEBIAN_IMAGE = "deepgym/debian-bootstrap:bookworm"
 BASE = "base"
+# Images of the tests' own services, built from images/<name> on top of the base (docker-bake.hcl's targets
+# outside group "default"); `build` takes their names like an environment's.
+SERVICE_IMAGES = ("registry",)
 
 
 def image_name(name: str) -> str:
@@ -45,12 +48,15 @@ def _folder_digest(digest: hashlib._Hash, root: Path, folder: Path) -> None:
 
 @lru_cache(maxsize=None)
 def content_hash(name: str) -> str:
-    """sha256 (first 16 hex digits) of the files the image ``name`` is built from. Cached per process."""
+    """sha256 (first 16 hex digits) of the files the image ``name`` (an environment, ``base`` or a service image)
+    is built from. Cached per process. It is also the tag ``deepgym images push`` gives the image."""
     root = bundle_root()
     digest = hashlib.sha256()
     _folder_digest(digest, root, root / "images" / "base")
     _folder_digest(digest, root, root / "deepgym" / "runner")
-    if name != BASE:
+    if name in SERVICE_IMAGES:
+        _folder_digest(digest, root, root / "images" / name)
+    elif name != BASE:
         folder = load_environment(name).path
         _folder_digest(digest, folder.parent, folder)
     return digest.hexdigest()[:16]

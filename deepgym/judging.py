@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from .admission import Admission
@@ -76,38 +77,48 @@ class Images:
     names another image; a tag moved mid-run does not). A refusal and a missing image are not remembered, so
     an image built or rebuilt mid-run is taken up by the next sample."""
 
-    def __init__(self, *, allow_stale_image: bool | None = None):
+    def __init__(self, *, allow_stale_image: bool | None = None, pinned: Mapping[str, str] | None = None):
         self.allow_stale_image = (allow_stale_image if allow_stale_image is not None
                                   else os.environ.get(STALE_OPT_IN_VARIABLE) == "1")
+        self.pinned = dict(pinned or {})
         self._resolved: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
 
+    def ref(self, env: Environment) -> str:
+        """The image ``env``'s sandboxes start from: the pushed, digest-pinned reference when ``pinned`` (a
+        pushed-images manifest) names one, else the local name."""
+        return self.pinned.get(env.id, env.image)
+
     def resolve(self, provider: Provider, env: Environment) -> tuple[str, str]:
         """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable."""
+        ref = self.ref(env)
         with self._lock:
-            known = self._resolved.get(env.image)
+            known = self._resolved.get(ref)
         if known is not None:
             return known
         try:
-            image = provider.image(env.image)
+            image = provider.image(ref)
         except ImageMissing:
-            raise ImageMissing(f"{env.image} is not built; build it with `deepgym images build {env.id}`") from None
+            fix = f"pull it with `docker pull {ref}`" if env.id in self.pinned else \
+                f"build it with `deepgym images build {env.id}`"
+            raise ImageMissing(f"{ref} is not on the engine; {fix}") from None
         status = hash_status(image.labels.get(HASH_LABEL), content_hash(env.id))
         if status == "stale" and not self.allow_stale_image:
-            raise ImageStale(f"{env.image} was built from other files of environment {env.id!r} than this host's "
-                             f"(the prompt and limits would not match its hidden tests); rebuild it with "
-                             f"`deepgym images build {env.id}`, or judge with it knowingly: allow_stale_image=True "
-                             f"or {STALE_OPT_IN_VARIABLE}=1")
+            rebuild = f"`deepgym images build {env.id}`" + (
+                f" and push it again (`deepgym images push --registry R {env.id}`)" if env.id in self.pinned else "")
+            raise ImageStale(f"{ref} was built from other files of environment {env.id!r} than this host's "
+                             f"(the prompt and limits would not match its hidden tests); rebuild it with {rebuild}, "
+                             f"or judge with it knowingly: allow_stale_image=True or {STALE_OPT_IN_VARIABLE}=1")
         if status == "stale":
             log.warning("judging %s with stale image %s (allowed): every verdict says image_status 'stale'",
-                        env.id, env.image)
+                        env.id, ref)
         with self._lock:
-            self._resolved[env.image] = (image.id, status)
+            self._resolved[ref] = (image.id, status)
         return image.id, status
 
     def forget(self, env: Environment) -> None:
         with self._lock:
-            self._resolved.pop(env.image, None)
+            self._resolved.pop(self.ref(env), None)
 
 
 def runner_exit(result: ExecResult) -> int | None:

@@ -13,6 +13,7 @@ digest is what pins. The file is JSON::
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ from .errors import ConfigurationError
 
 VERSION = 1
 DEFAULT_MANIFEST = "deepgym-images.json"
+# A manifest that every client judges from when none is given (verl's reward workers construct their own).
+MANIFEST_VARIABLE = "DEEPGYM_IMAGE_MANIFEST"
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -79,3 +82,10 @@ def read_manifest(path: str | Path) -> dict[str, PushedImage]:
             raise ConfigurationError(f"{path}: images.{name}.digest is {fields['digest']!r}, not sha256:<64 hex>")
         images[name] = PushedImage(fields["repository"], fields["tag"], fields["digest"])
     return images
+
+
+def pinned_refs(path: str | Path | None = None) -> dict[str, str]:
+    """Environment id -> digest-pinned reference, from the manifest at ``path`` or else at
+    ``$DEEPGYM_IMAGE_MANIFEST``; empty when neither is given (judging then uses the local image names)."""
+    path = path or os.environ.get(MANIFEST_VARIABLE)
+    return {name: image.ref for name, image in read_manifest(path).items()} if path else {}

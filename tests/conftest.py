@@ -8,8 +8,11 @@ that skipped them would prove nothing. At the end of the session no container la
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -104,6 +107,49 @@ def no_leaked_containers(request: pytest.FixtureRequest):
     if leftovers:
         subprocess.run(["docker", "rm", "-f", *leftovers], capture_output=True)
         pytest.fail(f"{len(leftovers)} container(s) labelled deepgym were left behind: {leftovers}")
+
+
+@dataclass(frozen=True)
+class SecondEngine:
+    """A second Docker engine on this machine (scripts/second-engine.sh), standing in for a remote host."""
+
+    host: str  # tcp://127.0.0.1:PORT
+    folder: Path
+
+    def docker(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """The docker CLI, pointed at this engine."""
+        return subprocess.run(["docker", "--host", self.host, *argv], capture_output=True, text=True)
+
+    def load(self, *images: str) -> None:
+        """Copy ``images`` from the first engine (docker save | docker load)."""
+        saved = subprocess.Popen(["docker", "save", *images], stdout=subprocess.PIPE)
+        loaded = subprocess.run(["docker", "--host", self.host, "load", "-q"], stdin=saved.stdout,
+                                capture_output=True, text=True)
+        saved.stdout.close()
+        assert saved.wait() == 0 and loaded.returncode == 0, f"cannot copy {images}: {loaded.stderr}"
+
+
+@pytest.fixture(scope="session")
+def second_engine():
+    """A second engine with its own data root, socket containerd and bridge; stopped and wiped after
+    the session, when no deepgym container may be left on it either."""
+    if os.geteuid() != 0 or shutil.which("dockerd") is None:
+        reason = "a second Docker engine needs root and dockerd (scripts/install-docker-engine.sh)"
+        if IN_CI:
+            pytest.fail(f"CI=true: {reason}")
+        pytest.skip(reason)
+    script = ROOT / "scripts" / "second-engine.sh"
+    folder = Path(tempfile.mkdtemp(prefix="dg-engine2-"))
+    try:
+        started = subprocess.run(["bash", str(script), "start", str(folder)], capture_output=True, text=True,
+                                 timeout=120)
+        assert started.returncode == 0, f"the second engine did not start: {started.stderr}"
+        engine = SecondEngine(started.stdout.strip(), folder)
+        yield engine
+        leftovers = engine.docker("ps", "-aq", "--filter", "label=deepgym").stdout.split()
+        assert not leftovers, f"{len(leftovers)} deepgym container(s) were left on the second engine"
+    finally:
+        subprocess.run(["bash", str(script), "stop", str(folder)], capture_output=True, timeout=120)
 
 
 def fenced(code: str, language: str = "python") -> str:

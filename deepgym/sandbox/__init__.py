@@ -15,8 +15,8 @@ MODES = ("auto", "docker", "local")
 def make_provider(mode: str, **options: Any) -> Provider:
     """The provider for ``mode``. ``auto`` is docker: it is the only isolating provider on one host, and when
     no engine answers every sample says so (``daemon_unavailable``) instead of silently running unconfined.
-    ``options`` go to the provider's constructor (``max_parallel``; docker: ``attach``; local:
-    ``allow_local``)."""
+    ``options`` go to the provider's constructor (``max_parallel``; docker: ``attach``, ``docker_host``;
+    local: ``allow_local``)."""
     if mode in ("auto", "docker"):
         from .docker import DockerProvider
 

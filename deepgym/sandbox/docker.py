@@ -197,18 +197,34 @@ def owner_alive(owner: str, host: str, namespace: str) -> bool:
     return pid.isdigit() and process_start_time(int(pid)) == start
 
 
+def engine_options(docker_host: str | None) -> dict[str, Any]:
+    """docker-py's connection settings for the engine at ``docker_host`` (DOCKER_HOST's syntax), or the one the
+    environment names (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) when None. TLS settings come from the
+    environment either way. ``ssh://`` runs the system's ``ssh`` (its config, keys and agent), so no paramiko."""
+    environment = {**os.environ, "DOCKER_HOST": docker_host} if docker_host else None
+    options = docker.utils.kwargs_from_env(environment=environment)
+    if str(options.get("base_url", "")).startswith("ssh://"):
+        options["use_ssh_client"] = True
+    return options
+
+
 class DockerProvider(Provider):
-    """Containers on the engine that DOCKER_HOST (or the default socket) names."""
+    """Containers on one Docker engine: ``docker_host`` (DOCKER_HOST's syntax: ``unix://``, ``tcp://``,
+    ``ssh://``), else the one DOCKER_HOST names, else the local socket. A remote engine runs the same sandbox;
+    its reaper removes only what dead processes of this host left (see :func:`owner_alive`), never the
+    containers of other hosts that share the engine."""
 
     name = "docker"
 
-    def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None):
+    def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,
+                 docker_host: str | None = None):
+        self.docker_host = docker_host
         self.run_id = os.urandom(6).hex()
         self.host = socket.gethostname()
         self.namespace = pid_namespace()
         self.owner = owner_label(os.getpid())
         self.attach = attach if attach is not None else os.environ.get(EXEC_PATH_VARIABLE) != "1"
-        self.admission_key = engine_key(os.environ.get("DOCKER_HOST"))
+        self.admission_key = engine_key(docker_host or os.environ.get("DOCKER_HOST"))
         size = prewarm_size(prewarm, max_parallel) if self.attach else 0
         self.prewarm = Prewarm(self, size) if size else None
         self._pool = max_parallel + 4 + (REFILLERS if size else 0)
@@ -220,7 +236,7 @@ class DockerProvider(Provider):
         with self._lock:
             if self._api is None:
                 with translate_errors("start"):
-                    client = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION,
+                    client = docker.APIClient(**engine_options(self.docker_host), version=API_VERSION,
                                               max_pool_size=self._pool)
                 self._api = client
                 self._reap_orphans(client)

@@ -194,17 +194,35 @@ def test_the_verdict_cannot_be_forged_from_inside(target, attack):
     assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
 
 
+COIN_CHANGE_ANSWERS = {
+    "right": ((ROOT / "environments/coin_change/solutions/reference.py").read_text(), 1.0, None),
+    "wrong": ((ROOT / "environments/coin_change/solutions/wrong_greedy.py").read_text(), 0.0, "wrong_answer"),
+    "looping": ("def coin_change(coins, amount):\n    while True:\n        pass\n", 0.0, "solution_timeout"),
+}
+
+
+@pytest.mark.parametrize("answer", COIN_CHANGE_ANSWERS)
+def test_coin_change_is_judged_right_wrong_and_looping(target, answer):
+    """The whole judging path (runner, request, report, classification) through this provider."""
+    code, score, error_type = COIN_CHANGE_ANSWERS[answer]
+    env = load_environment("coin_change")
+    request = Request(nonce=os.urandom(16).hex(), kind=env.kind, submission=code, entry_point=env.entry_point,
+                      scoring=env.scoring, limits=env.limits)
+    outcome = classify(request, judge(target.provider, env, request, Images()), env.id)
+    assert (outcome.has_verdict, outcome.score, outcome.error_type) == (True, score, error_type), outcome.to_dict()
+
+
 def _remove_from_outside(target, box) -> None:
     if target.name == "local":
         shutil.rmtree(box.root)
     else:
-        subprocess.run(["docker", "rm", "-f", box.id], check=True, capture_output=True)
+        subprocess.run([*target.cli, "rm", "-f", box.id], check=True, capture_output=True)
 
 
 def _kill_from_outside(target, box) -> None:
     if target.name == "local":
         pytest.xfail("local cannot tell a command killed from outside from one that died of SIGKILL itself")
-    subprocess.run(["docker", "kill", box.id], check=True, capture_output=True)
+    subprocess.run([*target.cli, "kill", box.id], check=True, capture_output=True)
 
 
 @pytest.mark.parametrize("how", [_remove_from_outside, _kill_from_outside], ids=["removed", "killed"])
@@ -218,14 +236,15 @@ def test_a_sandbox_lost_mid_exec_is_a_typed_infrastructure_error(target, how):
 
 
 def test_an_attached_run_removed_mid_run_is_a_typed_infrastructure_error(target):
-    if target.name != "docker-attach":
-        pytest.skip("the attached main process is docker's Provider.run only; the others run through create+exec")
+    if not getattr(target.provider, "attach", False):
+        pytest.skip("the attached main process is the docker provider's Provider.run (attach); the others run through "
+                    "create+exec")
     from deepgym.sandbox.docker import LABEL
 
     def remove() -> None:
-        found = subprocess.run(["docker", "ps", "-q", "--filter", f"label={LABEL}={target.provider.run_id}"],
+        found = subprocess.run([*target.cli, "ps", "-q", "--filter", f"label={LABEL}={target.provider.run_id}"],
                                capture_output=True, text=True).stdout.split()
-        subprocess.run(["docker", "rm", "-f", *found], capture_output=True)
+        subprocess.run([*target.cli, "rm", "-f", *found], capture_output=True)
 
     threading.Timer(1.5, remove).start()
     with pytest.raises(SandboxLost):
@@ -235,7 +254,7 @@ def test_an_attached_run_removed_mid_run_is_a_typed_infrastructure_error(target)
 def _gone(target, box) -> bool:
     if target.name == "local":
         return not box.root.exists()
-    return subprocess.run(["docker", "inspect", box.id], capture_output=True).returncode != 0
+    return subprocess.run([*target.cli, "inspect", box.id], capture_output=True).returncode != 0
 
 
 def test_close_is_idempotent_and_leaves_nothing_behind(target):

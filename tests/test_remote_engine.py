@@ -1,0 +1,82 @@
+"""A remote Docker engine runs the same docker sandbox: a second engine on this machine (its own data root,
+socket and containerd, no bridge; scripts/second-engine.sh), reached through DOCKER_HOST or the docker_host
+option, over tcp:// and unix://. The conformance suite runs on it too (tests/conformance, ``docker-remote``).
+
+Each test judges with a tag that exists only on the second engine, so a sample that reached the first engine
+instead would have no image.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from deepgym import DeepGym, NoVerdictError
+from deepgym.images import build, image_name
+from deepgym.sandbox.docker import engine_options
+
+ENV = "coin_change"
+ROOT = Path(__file__).resolve().parent.parent
+LOOPING = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```\n"
+
+
+def answer(name: str) -> str:
+    code = next((ROOT / "environments" / ENV / "solutions").glob(f"{name}.*")).read_text()
+    return f"```python\n{code}\n```\n"
+
+
+@pytest.fixture
+def remote_only(second_engine, monkeypatch) -> str:
+    """coin_change's image on the second engine under a tag the first engine does not have; deepgym uses it."""
+    build([ENV])
+    second_engine.load(image_name(ENV))
+    tag = f"remote-only-{os.getpid()}"
+    assert second_engine.docker("tag", image_name(ENV), f"deepgym-{ENV}:{tag}").returncode == 0
+    monkeypatch.setenv("DEEPGYM_TAG", tag)
+    yield tag
+    second_engine.docker("image", "rm", f"deepgym-{ENV}:{tag}")
+
+
+@pytest.mark.docker
+def test_docker_host_in_the_environment_reaches_the_remote_engine(second_engine, remote_only, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", second_engine.host)
+    with DeepGym(mode="docker") as gym:
+        outcomes = gym.run_batch(ENV, [answer("reference"), answer("wrong_greedy"), LOOPING])
+    assert [(o.score, o.error_type) for o in outcomes] == [(1.0, None), (0.0, "wrong_answer"),
+                                                           (0.0, "solution_timeout")]
+
+
+@pytest.mark.docker
+def test_the_docker_host_option_reaches_the_remote_engine_over_its_unix_socket(second_engine, remote_only):
+    with DeepGym(mode="docker", docker_host=f"unix://{second_engine.folder}/docker.sock") as gym:
+        right, wrong = gym.run(ENV, answer("reference")), gym.run(ENV, answer("wrong_greedy"))
+    assert (right.score, wrong.score) == (1.0, 0.0)
+    with DeepGym(mode="docker") as local:
+        assert local.judge(ENV, answer("reference")).error_type == "image_missing", "the tag is the remote's only"
+
+
+def test_an_engine_that_does_not_answer_is_no_verdict_never_a_zero():
+    with DeepGym(mode="docker", docker_host="tcp://127.0.0.1:1") as gym:
+        outcome = gym.judge(ENV, answer("reference"))
+    assert isinstance(outcome, NoVerdictError) and outcome.error_type == "daemon_unavailable"
+
+
+def test_docker_host_is_refused_outside_docker_mode():
+    with pytest.raises(ValueError, match="docker_host is an option of mode 'docker'"):
+        DeepGym(mode="local", allow_local=True, docker_host="tcp://127.0.0.1:2375")
+
+
+@pytest.mark.parametrize("docker_host, expected", [
+    ("tcp://judge-1.internal:2375", {"base_url": "tcp://judge-1.internal:2375"}),
+    ("unix:///run/engine.sock", {"base_url": "unix:///run/engine.sock"}),
+    ("ssh://deepgym@judge-1", {"base_url": "ssh://deepgym@judge-1", "use_ssh_client": True}),
+])
+def test_docker_host_is_read_as_docker_host_is(docker_host, expected, monkeypatch):
+    """The option goes through docker-py's own DOCKER_HOST parsing; ssh:// runs the system's ssh client."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///elsewhere.sock")
+    for variable in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+        monkeypatch.delenv(variable, raising=False)
+    assert engine_options(docker_host) == expected
+    assert engine_options(None) == {"base_url": "unix:///elsewhere.sock"}
