@@ -131,7 +131,7 @@ class SecondEngine:
 
 @pytest.fixture(scope="session")
 def second_engine():
-    """A second engine with its own data root, socket containerd and bridge; stopped and wiped after
+    """A second engine with its own data root, socket, containerd and bridge; stopped and wiped after
     the session, when no deepgym container may be left on it either."""
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
         reason = "a second Docker engine needs root and dockerd (scripts/install-docker-engine.sh)"
