@@ -54,6 +54,9 @@ HOST_GRACE_S = 30.0
 MAX_ACTION_CHARS = 64 << 10
 ACTION_STDOUT_BYTES = 1 << 20
 TIMED_OUT = "[timed out after {seconds:g} s]"
+# What docker's exec prints, with status 126, when the engine could not start the command in the container
+# (its pids are used up, its init is gone).
+EXEC_NOT_STARTED = b"OCI runtime exec failed"
 CUT = "\n[... {count} characters cut ...]\n"
 
 
@@ -85,6 +88,12 @@ def cut_output(text: str, limit: int) -> str:
     return text[:head] + CUT.format(count=len(text) - head - tail) + (text[-tail:] if tail else "")
 
 
+def not_started(result: ExecResult) -> bool:
+    """Whether the provider could not start the command at all (it ran nothing). The agent could print the
+    same itself, which only ends its own episode with a 0."""
+    return result.exit_code == 126 and result.stdout.startswith(EXEC_NOT_STARTED)
+
+
 def invalid_action(action: Any) -> str | None:
     """Why ``action`` is not a shell command the agent may run, or None. Shown to the agent as text."""
     if not isinstance(action, str):
@@ -98,8 +107,7 @@ def invalid_action(action: Any) -> str | None:
     return None
 
 
-def failure_result(exc: BaseException, *, phase: str, environment: str, variant: int = 0, acted: bool = True,
-                   acting_s: float = 0.0, elapsed_s: float = 0.0, lifetime_s: float = float("inf"),
+def failure_result(exc: BaseException, *, phase: str, environment: str, variant: int = 0, acting_s: float = 0.0, elapsed_s: float = 0.0, lifetime_s: float = float("inf"),
                    runtime: str = "docker") -> Verdict | NoVerdictError:
     """The outcome of an episode that ``exc`` ended, in ``phase`` (``start``, ``action`` or ``verify``).
 
@@ -114,8 +122,7 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
          actions took less than half the episode
     4    the sandbox broke under the agent: killed, hung, its   action,    scored 0, ``policy_sandbox_failure``
          pids used up (any other failed action)                 verify
-    5    the sandbox broke before the agent ever acted           verify     no verdict, ``sandbox_lost``
-    6    a failure of deepgym's own code (not a sandbox error)  any        no verdict, ``verifier_error``
+    5    a failure of deepgym's own code (not a sandbox error)  any        no verdict, ``verifier_error``
     ===  =====================================================  =========  ===================================
 
     The other rows are not exceptions and are decided where they happen: an invalid or disallowed action
@@ -139,11 +146,29 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
     if elapsed_s >= lifetime_s and 2 * acting_s < elapsed_s:
         return NoVerdictError("sandbox_lost", f"the sandbox's lifetime of {lifetime_s:g}s ran out, most of it not in "
                                               f"the agent's actions ({acting_s:.1f}s of {elapsed_s:.1f}s)", **where)
-    if not acted:
-        return NoVerdictError("sandbox_lost", f"the sandbox broke before the agent acted: {exc.reason}", **where)
     return Verdict(score=0.0, passed=False, error_type="policy_sandbox_failure",
                    details=f"the episode ended in its {phase} phase because the sandbox broke under the agent: "
                            f"{exc.reason}", **where)
+
+
+def replay(gym: DeepGym, env: str | Environment, actions: list[str], *, variant: int = 0) -> Verdict | NoVerdictError:
+    """The outcome of an episode that runs ``actions`` in order (fewer if the episode ends first), returned
+    rather than raised: what ``deepgym check`` does with an environment's reference and wrong sequences."""
+    with gym.session(env, variant) as session:
+        try:
+            session.start()
+            for action in actions:
+                if session.step(action).done:
+                    break
+            return session.score()
+        except NoVerdictError as failure:
+            return failure
+
+
+def action_sequences(env: Environment, name: str) -> dict[int, list[str]]:
+    """``solutions/<name>.json`` of a session environment: variant -> its list of shell actions."""
+    data = json.loads((env.path / "solutions" / f"{name}.json").read_text())
+    return {int(variant): list(actions) for variant, actions in data.items()}
 
 
 @dataclass
@@ -247,6 +272,8 @@ class Session:
                                                      "LANG": "C.UTF-8",
                                                      "PATH": "/usr/local/bin:/usr/bin:/bin"},
                                                 stdout_limit=ACTION_STDOUT_BYTES))
+            if not_started(result):
+                raise SandboxLost(f"the action could not start in the sandbox: {result.stdout[:300].decode(errors='replace')}")
         except SandboxError as exc:
             self._clock.acting_s += time.monotonic() - started
             self._fail(exc, "action")
@@ -289,7 +316,7 @@ class Session:
         try:
             report, in_play = self._session_runner("verify", timeout_s=self.limits.verify_timeout_s + HOST_GRACE_S)
         except SandboxError as exc:
-            return failure_result(exc, phase="verify", acted=self.acted, acting_s=self._clock.acting_s,
+            return failure_result(exc, phase="verify", acting_s=self._clock.acting_s,
                                   elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where())
         if report is None:
             error = "verifier_timeout" if not in_play else "sandbox_lost"
@@ -321,7 +348,7 @@ class Session:
         if len(reports) != 1 or not isinstance(reports[0], dict):
             if result.timed_out:
                 return None, in_play
-            if result.exit_code not in (0, None):
+            if result.exit_code not in (0, None) or not_started(result):
                 # The exec could not start the runner at all: the sandbox has no room for a process.
                 raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
                                   f"{result.stderr_tail.strip()[-300:]}")
@@ -329,7 +356,7 @@ class Session:
         return reports[0], in_play
 
     def _fail(self, exc: SandboxError, phase: str) -> None:
-        self._end(failure_result(exc, phase=phase, acted=True, acting_s=self._clock.acting_s,
+        self._end(failure_result(exc, phase=phase, acting_s=self._clock.acting_s,
                                  elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where()))
 
     def _end(self, outcome: Verdict | NoVerdictError) -> None:

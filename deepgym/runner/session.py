@@ -151,7 +151,8 @@ def verify(request: SessionRequest, emit) -> dict[str, Any]:
     problem = quiesce(sandbox)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
-    config = json.loads(open(os.path.join(ENV_DIR, "session.json")).read())
+    with open(os.path.join(ENV_DIR, "session.json"), "rb") as f:
+        config = json.loads(f.read())
     with open(os.path.join(ENV_DIR, "verify.py"), "rb") as f:
         verifier = f.read()
     emit(IN_PLAY)
