@@ -47,13 +47,12 @@ from typing import Any
 import yaml
 
 from .errors import EnvironmentNotFoundError, ManifestError
-from .runner.protocol import KINDS, REQUIRED_FILES, SCORINGS, Limits
+from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
 
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants",
          "session"}
-ENVIRONMENT_KINDS = (*KINDS, "session")
 SESSION_FILES = ("verify.py", "session.json")
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
