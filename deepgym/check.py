@@ -151,7 +151,10 @@ def _session_jobs(row: CheckRow, gym: DeepGym, reruns: int) -> list:
             row.problems.append(f"solutions/{name}.json has no actions for variant(s) {missing}")
         for variant, actions in sorted(sequences.items()):
             episode = _episode(gym, row.env, actions, variant)
-            jobs += [(row, "reference", episode)] * reruns if name == "reference" else [(row, f"wrong:{name}@{variant}", episode)]
+            if name == "reference":
+                jobs += [(row, "reference", episode)] * reruns
+            else:
+                jobs.append((row, f"wrong:{name}@{variant}", episode))
     for variant in range(row.env.variants):
         jobs += [(row, "empty", _episode(gym, row.env, [], variant)),
                  (row, "stub", _episode(gym, row.env, LOOK_ONLY, variant))]

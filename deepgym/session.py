@@ -19,8 +19,8 @@ verifier as another uid (:data:`VERIFIER_UID`) in a fresh folder the agent never
 
 **Budgets** (the manifest's ``session:``, :class:`~deepgym.environments.SessionLimits`): a timed-out action
 returns its partial output and ``[timed out after N s]`` and the episode goes on; after ``max_steps`` actions,
-or once ``episode_s`` of acting is used up, the episode is done. deepgym enforces them, because verl's loop
-has no timeout anywhere.
+or ``episode_s`` after :meth:`Session.start` (the model's own thinking time included), the episode is done.
+deepgym enforces them, because verl's loop has no timeout anywhere.
 
 **Failures** are decided in one table, :func:`failure_result`.
 """
@@ -107,7 +107,8 @@ def invalid_action(action: Any) -> str | None:
     return None
 
 
-def failure_result(exc: BaseException, *, phase: str, environment: str, variant: int = 0, acting_s: float = 0.0, elapsed_s: float = 0.0, lifetime_s: float = float("inf"),
+def failure_result(exc: BaseException, *, phase: str, environment: str, variant: int = 0, acting_s: float = 0.0,
+                   elapsed_s: float = 0.0, lifetime_s: float = float("inf"),
                    runtime: str = "docker") -> Verdict | NoVerdictError:
     """The outcome of an episode that ``exc`` ended, in ``phase`` (``start``, ``action`` or ``verify``).
 
@@ -213,6 +214,11 @@ class Session:
     def acted(self) -> bool:
         return self.steps > 0
 
+    @property
+    def outcome(self) -> Verdict | NoVerdictError | None:
+        """The episode's fixed outcome once it has one (a failure ended it, or :meth:`score` ran), else None."""
+        return self._outcome
+
     def _where(self) -> dict[str, Any]:
         return {"environment": self.env.id, "runtime": self.gym.backend, "variant": self.variant}
 
@@ -262,8 +268,12 @@ class Session:
         problem = invalid_action(action)
         if problem is not None:
             return self._after(f"invalid action: {problem}")
-        left = self.limits.episode_s - self._clock.acting_s
-        timeout = max(0.1, min(self.limits.step_timeout_s, left))
+        left = self.limits.episode_s - self._clock.elapsed_s
+        if left <= 0:
+            self.done = True
+            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was run]"),
+                              0.0, True)
+        timeout = min(self.limits.step_timeout_s, left)
         started = time.monotonic()
         try:
             result = self._box.exec(["bash", "-c", "exec 2>&1\n" + action],
@@ -273,7 +283,8 @@ class Session:
                                                      "PATH": "/usr/local/bin:/usr/bin:/bin"},
                                                 stdout_limit=ACTION_STDOUT_BYTES))
             if not_started(result):
-                raise SandboxLost(f"the action could not start in the sandbox: {result.stdout[:300].decode(errors='replace')}")
+                said = result.stdout[:300].decode(errors="replace")
+                raise SandboxLost(f"the action could not start in the sandbox: {said}")
         except SandboxError as exc:
             self._clock.acting_s += time.monotonic() - started
             self._fail(exc, "action")
@@ -286,13 +297,13 @@ class Session:
         if result.stdout_truncated:
             text += "\n[output beyond 1 MiB dropped]"
         if result.timed_out:
-            text = text + ("\n" if text and not text.endswith("\n") else "") + TIMED_OUT.format(seconds=timeout)
+            text += ("\n" if text and not text.endswith("\n") else "") + TIMED_OUT.format(seconds=round(timeout, 1))
         elif result.exit_code:
             text += f"\n[exit status {result.exit_code}]"
         return cut_output(text, self.limits.output_chars)
 
     def _after(self, text: str) -> StepResult:
-        if self.steps >= self.limits.max_steps or self._clock.acting_s >= self.limits.episode_s:
+        if self.steps >= self.limits.max_steps or self._clock.elapsed_s >= self.limits.episode_s:
             self.done = True
         return StepResult(Observation(text), 0.0, self.done)
 

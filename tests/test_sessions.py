@@ -4,32 +4,45 @@ verifier), the budgets, and each row of the failure table that a real sandbox ca
 
 import dataclasses
 import os
+import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, ensure_images
 from deepgym import DeepGym, NoVerdictError
 from deepgym.environments import SessionLimits, load_environment
+from deepgym.images import build
 from deepgym.session import WORKSPACE, action_sequences
 
 pytestmark = pytest.mark.docker
 SHELL_ENVS = ("shell_repair_script", "shell_organise_files")
-FAULTS = str(ROOT / "tests" / "session_envs")
+FAULTS = str(Path(__file__).resolve().parent / "session_envs")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def images():
-    ensure_images(*SHELL_ENVS)
+    build(list(SHELL_ENVS))
 
 
 @pytest.fixture
 def faults(monkeypatch):
     """The fixture environment whose verifier fails on purpose, one way per variant."""
     monkeypatch.setenv("DEEPGYM_ENVIRONMENTS", FAULTS)
-    ensure_images("session_faults")
+    build(["session_faults"])
     return load_environment("session_faults")
+
+
+FILL_PIDS = ("python3 -c 'import os, time\n"
+             "while True:\n"
+             "    try:\n"
+             "        os.fork()\n"
+             "    except OSError:\n"
+             "        time.sleep(0.005)\n"
+             "' >/dev/null 2>&1 & sleep 1; echo filled")
+"""Processes that take every pid the sandbox has and retake any that frees up (python's fork fails at once
+where bash's would retry)."""
 
 
 def gone(container: str) -> bool:
@@ -60,7 +73,8 @@ def test_the_reference_episode_scores_one_and_its_container_is_removed(gym, name
 def test_the_agent_is_unprivileged_and_cannot_read_the_hidden_tests(gym):
     with gym.session("shell_repair_script") as session:
         session.start()
-        who = session.step("id -u; id -G; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; pwd").observation.text
+        who = session.step("id -u; id -G; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; pwd")
+        who = who.observation.text
         hidden = session.step("cat /opt/deepgym/env/verify.py; ls /opt/deepgym/env").observation.text
         root = session.step("touch /etc/x; touch /opt/x").observation.text
     assert who.split()[:2] == ["10000", "10000"] and "CapEff:\t0000000000000000" in who
@@ -70,7 +84,8 @@ def test_the_agent_is_unprivileged_and_cannot_read_the_hidden_tests(gym):
 
 
 PROCESSES_OF_AGENT = ("import os\n"
-                      "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid == 10000"
+                      "print(sum(1 for p in os.listdir('/proc') if p.isdigit()"
+                      " and os.stat('/proc/' + p).st_uid == 10000"
                       " and open('/proc/%s/stat' % p).read().split(')')[-1].split()[0] != 'Z'))\n")
 
 
@@ -82,7 +97,8 @@ def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym)
         session.start()
         for action in action_sequences(env, "reference")[0]:
             session.step(action)
-        session.step("setsid nohup bash -c 'exec 3>>tick.log; while :; do echo t >&3; sleep 0.01; done' >/dev/null 2>&1 &"
+        session.step("setsid nohup bash -c 'exec 3>>tick.log; while :; do echo t >&3; sleep 0.01; done'"
+                     " >/dev/null 2>&1 &"
                      " (setsid sleep 1000 >/dev/null 2>&1 &) ;"
                      " setsid nohup bash -c 'while :; do (sleep 100 &) ; sleep 0.05; done' >/dev/null 2>&1 & sleep 0.3")
         count = ["python3", "-c", PROCESSES_OF_AGENT]
@@ -128,7 +144,7 @@ def test_the_step_budget_and_the_episode_budget_end_the_episode(gym):
     with gym.session(with_limits("shell_organise_files", episode_s=1.5, step_timeout_s=10)) as session:
         session.start()
         step = session.step("sleep 5")
-        assert step.done and step.observation.text.endswith("[timed out after 1.5 s]")
+        assert step.done and re.search(r"\[timed out after (0\.\d|1(\.\d)?) s\]$", step.observation.text)
 
 
 def test_an_invalid_action_comes_back_as_text_and_the_episode_goes_on(gym):
@@ -217,14 +233,28 @@ def test_row_4_a_lifetime_that_the_agents_own_action_used_up_scores_zero(gym):
     assert (verdict.score, verdict.error_type) == (0.0, "policy_sandbox_failure")
 
 
-def test_row_4_a_policy_that_uses_up_its_pids_scores_zero_and_never_gets_no_verdict(gym):
+def test_row_4_a_sandbox_that_dies_under_the_agents_action_scores_zero(gym):
+    """The container dies while an action runs, as when the policy brings it down: the engine cannot tell
+    who did it, and the rule never lets a policy choose no verdict."""
+    import threading
+
     with gym.session("shell_organise_files") as session:
         session.start()
-        session.step("for i in $(seq 200); do setsid sleep 1000 >/dev/null 2>&1 & done")
-        step = session.step("echo hello")
-        assert step.done and "could not start" in step.observation.text
+        box = session._box.id
+        threading.Timer(1.0, lambda: subprocess.run(["docker", "kill", box], capture_output=True, check=False)).start()
+        step = session.step("sleep 30")
+        assert step.done and "the sandbox failed" in step.observation.text
         verdict = session.score()
-    assert (verdict.score, verdict.error_type) == (0.0, "policy_sandbox_failure")
+    assert (verdict.score, verdict.error_type) == (0.0, "policy_sandbox_failure") and gone(box)
+
+
+def test_a_policy_that_takes_every_pid_never_gets_no_verdict(gym):
+    with gym.session(with_limits("shell_organise_files", step_timeout_s=3)) as session:
+        session.start()
+        if not session.step(FILL_PIDS).done:
+            session.step("echo hello")
+        verdict = session.score()  # a Verdict: NoVerdictError would fail the test
+    assert verdict.score == 0.0 and verdict.error_type in ("policy_sandbox_failure", "wrong_answer")
 
 
 def test_a_policy_that_fills_the_scratch_space_gets_a_verdict(gym, faults):

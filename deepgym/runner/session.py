@@ -222,7 +222,8 @@ def _report(ran: dict[str, Any], request: SessionRequest) -> dict[str, Any]:
         return {"error_type": "invalid_score", "details": f"the verifier's score {report.get('score')!r} is not "
                                                           f"a finite number in [0, 1]"}
     passed = bool(report.get("passed", score == 1.0))
-    return {"score": score, "passed": passed, "error_type": None if passed else report.get("error_type", "wrong_answer"),
+    error_type = None if passed else report.get("error_type", "wrong_answer")
+    return {"score": score, "passed": passed, "error_type": error_type,
             "details": str(report.get("details", "")), "cases": list(report.get("cases", []))}
 
 
@@ -250,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             report = verify(request, emit)
     except Exception:  # noqa: BLE001 - a failure of ours is never the agent's
-        report = {"error_type": "verifier_error", "details": "the session runner failed:\n" + traceback.format_exc(limit=8)}
+        report = {"error_type": "verifier_error",
+                  "details": "the session runner failed:\n" + traceback.format_exc(limit=8)}
     emit(REPORT, {"report": report})
     emit(DONE, {"wall_s": 0.0, "runner_cpu_s": round(time.process_time(), 3), "submission_cpu_s": 0.0})
     return 0
