@@ -30,7 +30,9 @@ DEAD_ENGINE = "unix:///nonexistent/deepgym-test-docker.sock"
 
 
 def call(command) -> str:
-    return "Let me look.\n<tool_call>" + json.dumps({"name": "shell", "arguments": {"command": command}}) + "</tool_call>"
+    """A model turn that calls the shell tool, in the hermes format."""
+    payload = json.dumps({"name": "shell", "arguments": {"command": command}})
+    return f"Let me look.\n<tool_call>{payload}</tool_call>"
 
 
 def session_config(*, use_v1: bool, max_tool_response_length: int = 4000):
@@ -199,14 +201,18 @@ def test_an_engine_lost_mid_episode_gives_no_verdict(use_v1, tmp_path, caplog):
     assert episode_count() == 0 and len(leftovers) <= 1
 
 
-def test_a_hung_action_is_bounded_by_the_step_timeout(tmp_path, monkeypatch):
+def test_a_hung_action_is_bounded_by_the_step_timeout(tmp_path):
     from deepgym.images import build
 
-    monkeypatch.setenv("DEEPGYM_ENVIRONMENTS", str(ROOT / "tests" / "session_envs"))
-    build(["session_faults"])
-    row = dataset_row(tmp_path, "session_faults")
-    server = Server(call("sleep 1000"), call("echo yes > done.txt"), "Done.")
-    output = run_episode(session_config(use_v1=True), row, server)
+    # Set and removed by hand: after verl's RLHFDataset has run, monkeypatch's undo leaves the variable set.
+    os.environ["DEEPGYM_ENVIRONMENTS"] = str(ROOT / "tests" / "session_envs")
+    try:
+        build(["session_faults"])
+        row = dataset_row(tmp_path, "session_faults")
+        server = Server(call("sleep 1000"), call("echo yes > done.txt"), "Done.")
+        output = run_episode(session_config(use_v1=True), row, server)
+    finally:
+        del os.environ["DEEPGYM_ENVIRONMENTS"]
     assert "[timed out after 2 s]" in seen_by_model(server)
     assert output.reward_score == 1.0 and none_left("session_faults")
 
