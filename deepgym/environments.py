@@ -89,8 +89,8 @@ class SessionLimits:
     """Wall-clock limit of one action: past it, every process of the agent is killed, the partial output comes
     back with ``[timed out after N s]``, and the episode goes on."""
     episode_s: float = 600.0
-    """Wall-clock budget of the whole episode from its start, the model's own time between actions included
-    (it bounds the container's life); an action never runs past what is left of it."""
+    """Wall-clock budget of the whole episode from its first observation, the model's own time between actions
+    included (it bounds the container's life); an action never runs past what is left of it."""
     verify_timeout_s: float = 60.0
     """Wall-clock limit of the final verifier."""
     output_chars: int = 8000

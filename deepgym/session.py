@@ -19,7 +19,7 @@ verifier as another uid (:data:`VERIFIER_UID`) in a fresh folder the agent never
 
 **Budgets** (the manifest's ``session:``, :class:`~deepgym.environments.SessionLimits`): a timed-out action
 returns its partial output and ``[timed out after N s]`` and the episode goes on; after ``max_steps`` actions,
-or ``episode_s`` after :meth:`Session.start` (the model's own thinking time included), the episode is done.
+or ``episode_s`` after the first observation (the model's own thinking time included), the episode is done.
 deepgym enforces them, because verl's loop has no timeout anywhere.
 
 **Failures** are decided in one table, :func:`failure_result`.
@@ -51,12 +51,16 @@ RUNNER_MEMORY_MB = 128
 RUNNER_PIDS = 16
 # The host's slack around the in-sandbox deadlines: engine round trips, a busy host.
 HOST_GRACE_S = 30.0
+# A probe's wall-clock limit when session.json gives none (deepgym.runner.session's default too).
+PROBE_TIMEOUT_S = 10.0
 MAX_ACTION_CHARS = 64 << 10
 ACTION_STDOUT_BYTES = 1 << 20
 TIMED_OUT = "[timed out after {seconds:g} s]"
 # What docker's exec prints, with status 126, when the engine could not start the command in the container
 # (its pids are used up, its init is gone).
 EXEC_NOT_STARTED = b"OCI runtime exec failed"
+START_ATTEMPTS = 3
+START_RETRY_S = 0.2
 CUT = "\n[... {count} characters cut ...]\n"
 
 
@@ -178,10 +182,17 @@ class _Clock:
 
     started: float = field(default_factory=time.monotonic)
     acting_s: float = 0.0
+    observed: float | None = None
+    """When the first observation was ready: the episode's budget runs from there, not from the container's
+    creation (which a busy engine makes slow)."""
 
     @property
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
+
+    @property
+    def budget_used_s(self) -> float:
+        return 0.0 if self.observed is None else time.monotonic() - self.observed
 
 
 class Session:
@@ -207,7 +218,7 @@ class Session:
         self.image_status: str | None = None
         self._box: Sandbox | None = None
         self._clock = _Clock()
-        self._lifetime_s = self.limits.episode_s + self.limits.verify_timeout_s + 4 * HOST_GRACE_S
+        self._lifetime_s = self.limits.episode_s + self._verify_deadline_s() + 3 * HOST_GRACE_S
         self._outcome: Verdict | NoVerdictError | None = None
 
     @property
@@ -253,6 +264,7 @@ class Session:
             raise self._outcome
         task = (self.env.path / "start" / str(self.variant) / "TASK.md")
         text = self.env.prompt.rstrip() + (f"\n\n{task.read_text().rstrip()}" if task.is_file() else "")
+        self._clock.observed = time.monotonic()
         return Observation(f"{text}\n\nYour working directory is {WORKSPACE}.")
 
     def step(self, action: Any) -> StepResult:
@@ -268,20 +280,25 @@ class Session:
         problem = invalid_action(action)
         if problem is not None:
             return self._after(f"invalid action: {problem}")
-        left = self.limits.episode_s - self._clock.elapsed_s
+        left = self.limits.episode_s - self._clock.budget_used_s
         if left <= 0:
             self.done = True
             return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was run]"),
                               0.0, True)
         timeout = min(self.limits.step_timeout_s, left)
         started = time.monotonic()
+        options = ExecOptions(timeout_s=timeout, user=f"{AGENT_UID}:{AGENT_UID}", cwd=WORKSPACE,
+                              env={"HOME": WORKSPACE, "TMPDIR": WORKSPACE, "TERM": "dumb", "LANG": "C.UTF-8",
+                                   "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                              stdout_limit=ACTION_STDOUT_BYTES)
         try:
-            result = self._box.exec(["bash", "-c", "exec 2>&1\n" + action],
-                                    ExecOptions(timeout_s=timeout, user=f"{AGENT_UID}:{AGENT_UID}", cwd=WORKSPACE,
-                                                env={"HOME": WORKSPACE, "TMPDIR": WORKSPACE, "TERM": "dumb",
-                                                     "LANG": "C.UTF-8",
-                                                     "PATH": "/usr/local/bin:/usr/bin:/bin"},
-                                                stdout_limit=ACTION_STDOUT_BYTES))
+            for attempt in range(START_ATTEMPTS):
+                # A command the engine could not start ran nothing, so trying again replays nothing: a busy
+                # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
+                result = self._box.exec(["bash", "-c", "exec 2>&1\n" + action], options)
+                if not not_started(result) or attempt == START_ATTEMPTS - 1:
+                    break
+                time.sleep(START_RETRY_S)
             if not_started(result):
                 said = result.stdout[:300].decode(errors="replace")
                 raise SandboxLost(f"the action could not start in the sandbox: {said}")
@@ -303,7 +320,7 @@ class Session:
         return cut_output(text, self.limits.output_chars)
 
     def _after(self, text: str) -> StepResult:
-        if self.steps >= self.limits.max_steps or self._clock.elapsed_s >= self.limits.episode_s:
+        if self.steps >= self.limits.max_steps or self._clock.budget_used_s >= self.limits.episode_s:
             self.done = True
         return StepResult(Observation(text), 0.0, self.done)
 
@@ -325,7 +342,7 @@ class Session:
 
     def _verify(self) -> Verdict | NoVerdictError:
         try:
-            report, in_play = self._session_runner("verify", timeout_s=self.limits.verify_timeout_s + HOST_GRACE_S)
+            report, in_play = self._session_runner("verify", timeout_s=self._verify_deadline_s())
         except SandboxError as exc:
             return failure_result(exc, phase="verify", acting_s=self._clock.acting_s,
                                   elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where())
@@ -343,12 +360,21 @@ class Session:
                                 "acting_s": round(self._clock.acting_s, 3)},
                        image_id=self.image_id, image_status=self.image_status, **self._where())
 
+    def _verify_deadline_s(self) -> float:
+        """The host's deadline for a verification: the verifier's limit, every probe's, and slack. The probes
+        run the agent's code, so each may take its whole limit; the deadline never cuts them short."""
+        config = json.loads((self.env.tests_dir / "session.json").read_text())
+        probes = config.get("probes", {}).get(str(self.variant), [])
+        return (self.limits.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
+                + HOST_GRACE_S)
+
     def _session_runner(self, command: str, *, timeout_s: float) -> tuple[dict[str, Any] | None, bool]:
         """Run the in-sandbox session runner; returns (its report or None, whether it said ``in_play``).
         Raises SandboxError. A runner killed at the host's deadline has no report."""
         nonce = secrets.token_hex(16)
         request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": WORKSPACE,
-                   "variant": self.variant, "verify_timeout_s": self.limits.verify_timeout_s}
+                   "variant": self.variant, "verify_timeout_s": self.limits.verify_timeout_s,
+                   "probe_timeout_s": PROBE_TIMEOUT_S}
         result = self._box.exec([*SESSION_RUNNER, command], ExecOptions(stdin=json.dumps(request).encode(),
                                                                   timeout_s=timeout_s, user="0:0"))
         if result.exit_code is None and not result.timed_out:

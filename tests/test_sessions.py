@@ -17,7 +17,7 @@ from deepgym.images import build
 from deepgym.session import WORKSPACE, action_sequences
 
 pytestmark = pytest.mark.docker
-SHELL_ENVS = ("shell_repair_script", "shell_organise_files")
+SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest")
 FAULTS = str(Path(__file__).resolve().parent / "session_envs")
 
 
@@ -46,7 +46,12 @@ where bash's would retry)."""
 
 
 def gone(container: str) -> bool:
-    return subprocess.run(["docker", "inspect", container], capture_output=True).returncode != 0
+    """The container no longer exists (one the engine is still removing gets 10 s)."""
+    for _ in range(100):
+        if subprocess.run(["docker", "inspect", container], capture_output=True, check=False).returncode != 0:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def with_limits(name: str, **limits) -> object:
@@ -255,6 +260,17 @@ def test_a_policy_that_takes_every_pid_never_gets_no_verdict(gym):
             session.step("echo hello")
         verdict = session.score()  # a Verdict: NoVerdictError would fail the test
     assert verdict.score == 0.0 and verdict.error_type in ("policy_sandbox_failure", "wrong_answer")
+
+
+def test_code_that_floods_the_probes_output_gets_a_verdict(gym):
+    """The probes run the agent's code and keep up to 64 KiB of what it prints: a module that prints a flood
+    on import is scored (its answers are wrong), never an unjudgeable episode."""
+    with gym.session("shell_repair_script") as session:
+        session.start()
+        session.step("printf 'import sys\\nsys.stdout.write(\"x\" * 10**6)\\n' | cat - textstats.py > t.py"
+                     " && mv t.py textstats.py && head -2 textstats.py")
+        verdict = session.score()
+    assert (verdict.score, verdict.error_type) == (0.0, "wrong_answer")
 
 
 def test_a_policy_that_fills_the_scratch_space_gets_a_verdict(gym, faults):

@@ -20,7 +20,7 @@ process of the agent shares.
    as the agent's uid in its workspace, each with its stdin, a wall-clock limit and bounded output, and the
    uid is killed and proved quiet again after each, so nothing a probe leaves running survives into step 4.
 4. **The verifier** (``verify.py``, root-only in the image) is copied into a fresh folder of the verifier's
-   uid, mode 0700, and run there as that uid with ``{"workspace", "variant", "probes"}`` on its stdin. It
+   uid, mode 0700, and run there as that uid with ``{"workspace", "variant", "probes"}`` in a file beside it. It
    reads the agent's files as data and never runs them; its one JSON line is the report. The folder is
    removed afterwards, so every verification starts from nothing the last one (or the agent) left.
 
@@ -59,7 +59,8 @@ READING = "deepgym-verifier: reading"
 HARNESS = ("import json, os, sys\n"
            "os.chdir(sys.argv[1])\n"
            "sys.path.insert(0, '.')\n"
-           "request = json.load(sys.stdin)\n"
+           "with open('request.json') as f:\n"
+           "    request = json.load(f)\n"
            "import verify\n"
            f"print({READING!r}, flush=True)\n"
            "report = verify.verify(request['workspace'], request['variant'], request['probes'])\n"
@@ -123,8 +124,8 @@ def _run(sandbox: Sandbox, argv: list[str], *, uid: int, cwd: str, stdin: bytes,
          keep: int) -> dict[str, Any]:
     """Run ``argv`` as ``uid`` with ``stdin``, a wall-clock limit and at most ``keep`` bytes of stdout kept.
 
-    ``stdin`` (the probe's input or the verifier's request, both ours and small) fits in a pipe's buffer, so it
-    is written and closed before the process starts: it reads it to its end and never blocks the runner."""
+    ``stdin`` (a probe's input, the environment's and small) fits in a pipe's buffer, so it is written and
+    closed before the process starts: it reads it to its end and never blocks the runner."""
     if len(stdin) > STDIN_BYTES:
         raise ValueError(f"stdin of {len(stdin)} bytes is more than a pipe holds ({STDIN_BYTES})")
     read_end, write_end = os.pipe()
@@ -169,12 +170,14 @@ def verify(request: SessionRequest, emit) -> dict[str, Any]:
     if problem is not None:
         return _no_room(problem)
     try:
-        if as_user(request.verifier_uid, lambda: _write(os.path.join(folder, "verify.py"), verifier)) != 0:
-            return _no_room("the verifier could not be copied to its folder")
-        stdin = json.dumps({"workspace": request.workspace, "variant": request.variant, "probes": probes})
+        # The probes' output is the agent's and may be large: it goes in a file, not through a pipe.
+        given = json.dumps({"workspace": request.workspace, "variant": request.variant, "probes": probes}).encode()
+        if as_user(request.verifier_uid, lambda: _write(os.path.join(folder, "verify.py"), verifier)
+                   or _write(os.path.join(folder, "request.json"), given)) != 0:
+            return _no_room("the verifier and its request could not be written to its folder")
         sandbox.homes[request.verifier_uid] = folder
         ran = _run(sandbox, [sys.executable, "-I", "-B", "-c", HARNESS, folder], uid=request.verifier_uid, cwd="/",
-                   stdin=stdin.encode(), timeout_s=request.verify_timeout_s, keep=VERIFIER_OUTPUT_BYTES)
+                   stdin=b"", timeout_s=request.verify_timeout_s, keep=VERIFIER_OUTPUT_BYTES)
     finally:
         quiesce(sandbox)
         remove_dir(request.verifier_uid, folder)
