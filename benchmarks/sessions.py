@@ -37,7 +37,8 @@ OVERHEAD_ACTIONS = (("true", 0.0), ("sleep 0.2", 0.2))
 
 def quantiles(values: list[float]) -> str:
     ordered = sorted(values)
-    return f"p50 {statistics.median(ordered) * 1000:7.1f} ms   p95 {ordered[int(0.95 * (len(ordered) - 1))] * 1000:7.1f} ms"
+    p95 = ordered[int(0.95 * (len(ordered) - 1))]
+    return f"p50 {statistics.median(ordered) * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms"
 
 
 def costs(gym: DeepGym, env: str, episodes: int) -> dict[str, list[float]]:

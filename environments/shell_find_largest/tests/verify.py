@@ -46,5 +46,6 @@ def verify(workspace, variant, probes):
                   "actual": ", ".join(changed[:5]) or "unchanged"})
     ok = all(case["passed"] for case in cases)
     return {"score": 1.0 if ok else 0.0, "passed": ok,
-            "details": "right" if ok else f"answer.txt holds {given!r}" + (f"; changed: {changed[:3]}" if changed else ""),
+            "details": "right" if ok else f"answer.txt holds {given!r}"
+                       + (f"; changed: {changed[:3]}" if changed else ""),
             "cases": cases}
