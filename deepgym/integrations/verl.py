@@ -196,8 +196,10 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
     ``prompt`` (one user message), ``ability``, ``reward_model`` (``style: rule``; the ground truth stays
     in the image, so it is empty), ``extra_info`` (``split``, ``index``, ``environment``, ``variant``) and,
     when ``agent_name`` is given, ``agent_name`` (e.g. ``deepgym_single_turn``) to pick the agent loop per row.
-    A ``session`` environment's row is a multi-turn episode: ``agent_name`` is ``deepgym_agent`` unless given,
-    and ``extra_info.tools_kwargs.shell.create_kwargs`` names its environment and variant for the session tool.
+    A ``session`` environment's row is a multi-turn episode: its ``agent_name`` is always ``deepgym_agent``
+    (``agent_name`` applies to the single-turn rows), and ``extra_info.tools_kwargs.shell.create_kwargs`` names
+    its environment and variant for the session tool. In a file mixing both, give the single-turn rows
+    ``agent_name`` too, so that every row names its loop.
     """
     names = [names] if isinstance(names, str) else list(names)
     variants = [variant] if isinstance(variant, numbers.Integral) else list(variant)
@@ -218,7 +220,7 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
                     "extra_info": {"split": split, "index": len(rows), "environment": env.id, "variant": int(var)},
                 }
                 if env.kind == "session":  # a multi-turn episode: the tool starts it with these settings
-                    row["agent_name"] = agent_name or SESSION_AGENT_NAME
+                    row["agent_name"] = SESSION_AGENT_NAME
                     row["extra_info"]["tools_kwargs"] = {
                         SESSION_TOOL_NAME: {"create_kwargs": {"environment": env.id, "variant": int(var)}}}
                 elif agent_name is not None:
