@@ -59,6 +59,9 @@ group "environments" {
     "prog_max_subarray",
     "prog_range_sum_queries",
     "prog_shortest_grid_path",
+    "shell_find_largest",
+    "shell_organise_files",
+    "shell_repair_script",
     "shortest_path",
     "topological_sort",
     "two_sum",
@@ -206,6 +209,27 @@ target "prog_shortest_grid_path" {
   context  = "environments/prog_shortest_grid_path"
   tags     = [image("prog_shortest_grid_path")]
   labels   = environment_labels("prog_shortest_grid_path")
+}
+
+target "shell_find_largest" {
+  inherits = ["_environment"]
+  context  = "environments/shell_find_largest"
+  tags     = [image("shell_find_largest")]
+  labels   = environment_labels("shell_find_largest")
+}
+
+target "shell_organise_files" {
+  inherits = ["_environment"]
+  context  = "environments/shell_organise_files"
+  tags     = [image("shell_organise_files")]
+  labels   = environment_labels("shell_organise_files")
+}
+
+target "shell_repair_script" {
+  inherits = ["_environment"]
+  context  = "environments/shell_repair_script"
+  tags     = [image("shell_repair_script")]
+  labels   = environment_labels("shell_repair_script")
 }
 
 target "shortest_path" {

@@ -9,6 +9,10 @@ For every environment, against its real image:
 - the reference's slowest case uses at most half of the per-case CPU limit, so a correct answer never
   times out; the margin (limit / slowest case) is reported.
 
+A ``session`` environment replays action sequences instead (``solutions/*.json``, one list per variant), every
+variant: the reference scores 1.0, every ``wrong_*`` sequence below 1.0, an episode with no action and one
+that only looks around (``ls -la``) score 0.
+
 Any run without a verdict fails the check: an image that cannot judge its own reference is broken.
 """
 
@@ -19,6 +23,9 @@ from dataclasses import dataclass, field
 
 from .client import DeepGym, Outcome
 from .environments import Environment, load_environment
+from .session import action_sequences, replay
+
+LOOK_ONLY = ["ls -la"]
 
 MAX_CPU_SHARE = 0.5
 
@@ -44,7 +51,7 @@ class CheckRow:
         which case_cpu_s bounds stage by stage."""
         worst = 0.0
         for outcome in self.reference:
-            if outcome.has_verdict:
+            if outcome.has_verdict and self.env.kind != "session":
                 if self.env.kind == "patch":
                     worst = max(worst, outcome.timings.get("submission_cpu_s", 0.0))
                 else:
@@ -86,6 +93,9 @@ def check(names: list[str], gym: DeepGym, *, reruns: int = 3) -> list[CheckRow]:
     rows = [CheckRow(load_environment(name)) for name in names]
     jobs = []
     for row in rows:
+        if row.env.kind == "session":
+            jobs += _session_jobs(row, gym, reruns)
+            continue
         solutions = row.env.solutions()
         if "reference" not in solutions:
             row.problems.append("no solutions/reference.* file")
@@ -94,23 +104,65 @@ def check(names: list[str], gym: DeepGym, *, reruns: int = 3) -> list[CheckRow]:
         if len(wrong) < 2:
             row.problems.append(f"needs at least two solutions/wrong_* files, has {len(wrong)}")
         reference = as_response(row.env, solutions["reference"].read_text())
-        jobs += [(row, "reference", reference)] * reruns
-        jobs += [(row, f"wrong:{name}", as_response(row.env, solutions[name].read_text())) for name in wrong]
-        jobs += [(row, "empty", ""), (row, "stub", as_response(row.env, stub_answer(row.env)))]
+        jobs += [(row, "reference", _judging(gym, row.env, reference))] * reruns
+        jobs += [(row, f"wrong:{name}", _judging(gym, row.env, as_response(row.env, solutions[name].read_text())))
+                 for name in wrong]
+        jobs += [(row, "empty", _judging(gym, row.env, "")),
+                 (row, "stub", _judging(gym, row.env, as_response(row.env, stub_answer(row.env))))]
 
     with ThreadPoolExecutor(max_workers=gym.max_parallel) as pool:
-        outcomes = list(pool.map(lambda job: gym.judge(job[0].env, job[2]), jobs))
+        outcomes = list(pool.map(lambda job: job[2](), jobs))
     for (row, role, _), outcome in zip(jobs, outcomes):
         if role == "reference":
             row.reference.append(outcome)
         elif role.startswith("wrong:"):
             row.wrong[role[6:]] = outcome
+        elif row.env.kind == "session":
+            # The worst of the variants counts: every one must score 0.
+            kept = getattr(row, role)
+            if kept is None or not outcome.has_verdict or (kept.has_verdict and outcome.score > kept.score):
+                setattr(row, role, outcome)
         else:
             setattr(row, role, outcome)
 
     for row in rows:
         _judge_row(row)
     return rows
+
+
+def _judging(gym: DeepGym, env: Environment, response: str):
+    return lambda: gym.judge(env, response)
+
+
+def _session_jobs(row: CheckRow, gym: DeepGym, reruns: int) -> list:
+    """Episodes replaying the session environment's sequences, every variant; ``wrong:NAME@V`` per variant."""
+    solutions = row.env.solutions()
+    if "reference" not in solutions:
+        row.problems.append("no solutions/reference.json file")
+        return []
+    wrong = sorted(name for name in solutions if name.startswith("wrong_"))
+    if len(wrong) < 2:
+        row.problems.append(f"needs at least two solutions/wrong_*.json files, has {len(wrong)}")
+    jobs = []
+    for name in ["reference", *wrong]:
+        sequences = action_sequences(row.env, name)
+        missing = sorted(set(range(row.env.variants)) - set(sequences))
+        if missing:
+            row.problems.append(f"solutions/{name}.json has no actions for variant(s) {missing}")
+        for variant, actions in sorted(sequences.items()):
+            episode = _episode(gym, row.env, actions, variant)
+            if name == "reference":
+                jobs += [(row, "reference", episode)] * reruns
+            else:
+                jobs.append((row, f"wrong:{name}@{variant}", episode))
+    for variant in range(row.env.variants):
+        jobs += [(row, "empty", _episode(gym, row.env, [], variant)),
+                 (row, "stub", _episode(gym, row.env, LOOK_ONLY, variant))]
+    return jobs
+
+
+def _episode(gym: DeepGym, env: Environment, actions: list[str], variant: int):
+    return lambda: replay(gym, env, actions, variant=variant)
 
 
 def _judge_row(row: CheckRow) -> None:
@@ -146,7 +198,8 @@ def table(rows: list[CheckRow]) -> str:
             " ".join(_describe(o).split(" ")[0] for o in row.reference) or "-",
             f"{sum(1 for s in wrong_scores if s is not None and s < 1)}/{len(wrong_scores)} fail",
             _describe(row.empty).split(" ")[0], _describe(row.stub).split(" ")[0],
-            f"{slowest:.3f}s/{limit:g}s", f"{limit / slowest:.0f}x" if slowest else "-",
+            "-" if row.env.kind == "session" else f"{slowest:.3f}s/{limit:g}s",
+            f"{limit / slowest:.0f}x" if slowest else "-",
             "ok" if row.ok else "FAIL",
         ])
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *lines)]

@@ -17,7 +17,7 @@ from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundEr
                      ManifestError)
 from .integrations.verl_cli import add_verl_commands
 from .pushed import DEFAULT_MANIFEST
-from .runner.protocol import KINDS
+from .runner.protocol import ENVIRONMENT_KINDS
 from .sandbox import MODES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NO_VERDICT = 0, 1, 2, 3
@@ -235,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("new", help="create an environment from a working template of its kind")
     p.add_argument("name")
-    p.add_argument("--kind", required=True, choices=KINDS)
+    p.add_argument("--kind", required=True, choices=ENVIRONMENT_KINDS)
     p.add_argument("--dir", help="create it here (a folder on DEEPGYM_ENVIRONMENTS) instead of environments/")
     p.set_defaults(func=cmd_new)
 

@@ -147,6 +147,13 @@ class DeepGym:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
             return BatchResult(pool.map(lambda r: self.judge(env, r, variant=variant, reasoning=reasoning), responses))
 
+    def session(self, env: str | Environment, variant: int = 0):
+        """A live multi-turn episode of a ``session`` environment in its own container: a context manager
+        returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``)."""
+        from .session import Session
+
+        return Session(self, env, variant)
+
     def close(self) -> None:
         """Remove any sandbox this client still owns and close its connections."""
         self.provider.close()

@@ -10,6 +10,9 @@ What ``tests/`` holds depends on the kind (the image copies it to /opt/deepgym/e
 - ``function``: ``cases.py`` with ``cases(variant)`` (see deepgym/runner/function.py)
 - ``program``: ``cases/<id>.in`` and ``cases/<id>.out``, optional ``config.json`` (deepgym/runner/program.py)
 - ``patch``: ``repo/``, ``hidden/``, ``spec.json`` and ``probes.json`` (deepgym/runner/patch.py)
+- ``session``: ``verify.py`` and ``session.json`` (deepgym/runner/session.py); the folder ``start/<variant>/``
+  beside ``tests/`` holds each variant's starting workspace, and ``solutions/`` holds JSON lists of shell
+  actions (docs/sessions.md)
 
 Manifest keys (unknown keys are an error):
 
@@ -18,7 +21,8 @@ key            required  meaning
 =============  ========  ==============================================================================
 id             yes       the environment's name; must equal the folder's name
 kind           yes       ``function`` (implement a named Python function), ``program`` (a whole program
-                         reading stdin) or ``patch`` (a unified diff to a baked repository)
+                         reading stdin), ``patch`` (a unified diff to a baked repository) or ``session``
+                         (a multi-turn shell episode in one container)
 prompt         yes       file with the task text shown to the model, relative to the folder
 entry_point    function  the function the hidden tests call (function tasks only)
 title          no        one line for listings
@@ -27,6 +31,7 @@ scoring        no        ``all_or_nothing`` (default) or ``partial`` (fraction o
 limits         no        any of the :class:`~deepgym.runner.protocol.Limits` fields, each within range
 tags           no        list of strings
 variants       no        how many seeded variants ``cases(variant)`` knows (default 1); pick one per call
+session        no        session environments only: any of the :class:`SessionLimits` fields
 =============  ========  ==============================================================================
 """
 
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -42,11 +47,13 @@ from typing import Any
 import yaml
 
 from .errors import EnvironmentNotFoundError, ManifestError
-from .runner.protocol import KINDS, REQUIRED_FILES, SCORINGS, Limits
+from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
 
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
-_KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants"}
+_KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants",
+         "session"}
+SESSION_FILES = ("verify.py", "session.json")
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
@@ -73,6 +80,29 @@ def environment_roots() -> list[Path]:
 
 
 @dataclass(frozen=True)
+class SessionLimits:
+    """The budgets of one session episode, all enforced by deepgym (verl's agent loop has no timeout)."""
+
+    max_steps: int = 30
+    """Actions per episode; the episode is done after the last one."""
+    step_timeout_s: float = 30.0
+    """Wall-clock limit of one action: past it, every process of the agent is killed, the partial output comes
+    back with ``[timed out after N s]``, and the episode goes on."""
+    episode_s: float = 600.0
+    """Wall-clock budget of the whole episode from its first observation, the model's own time between actions
+    included (it bounds the container's life); an action never runs past what is left of it."""
+    verify_timeout_s: float = 60.0
+    """Wall-clock limit of the final verifier."""
+    output_chars: int = 8000
+    """Longest observation text: longer output keeps its head and tail around a marker."""
+
+
+SESSION_RANGES: dict[str, tuple[float, float]] = {
+    "max_steps": (1, 1000), "step_timeout_s": (0.5, 3600), "episode_s": (1, 86400), "verify_timeout_s": (1, 3600),
+    "output_chars": (256, 1 << 20)}
+
+
+@dataclass(frozen=True)
 class Environment:
     """A validated environment. ``path`` is its folder; ``image`` is its image's name."""
 
@@ -87,6 +117,8 @@ class Environment:
     limits: Limits = Limits()
     tags: tuple[str, ...] = ()
     variants: int = 1
+    session: SessionLimits | None = None
+    """The episode's budgets; set exactly for ``session`` environments."""
 
     @property
     def image(self) -> str:
@@ -133,6 +165,26 @@ def _limits(path: Path, raw: Any) -> Limits:
     return limits
 
 
+def _session(path: Path, raw: Any) -> SessionLimits:
+    if raw is None:
+        return SessionLimits()
+    if not isinstance(raw, dict):
+        raise _fail(path, "session", f"must be a mapping, got {type(raw).__name__}", "write `key: value` lines")
+    known = {f.name: f for f in fields(SessionLimits)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in known:
+            raise _fail(path, f"session.{key}", "unknown setting", f"use one of {', '.join(known)}")
+        low, high = SESSION_RANGES[key]
+        integral = known[key].type == "int"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integral and not isinstance(value, int)) \
+                or not low <= value <= high:
+            raise _fail(path, f"session.{key}", f"{value!r} is not {'an integer' if integral else 'a number'} in range",
+                        f"give a value between {low:g} and {high:g}")
+        values[key] = value
+    return SessionLimits(**values)
+
+
 def parse_manifest(path: Path) -> Environment:
     """Load and validate one ``manifest.yaml``. Raises ManifestError naming the file, key and fix."""
     folder = path.parent
@@ -153,8 +205,8 @@ def parse_manifest(path: Path) -> Environment:
         raise _fail(path, "id", f"{env_id!r} is not a valid name", "use lowercase letters, digits and underscores")
     if env_id != folder.name:
         raise _fail(path, "id", f"{env_id!r} differs from the folder name {folder.name!r}", "make them equal")
-    if data["kind"] not in KINDS:
-        raise _fail(path, "kind", f"{data['kind']!r} is not a known kind", f"use one of {', '.join(KINDS)}")
+    if data["kind"] not in ENVIRONMENT_KINDS:
+        raise _fail(path, "kind", f"{data['kind']!r} is not a known kind", f"use one of {', '.join(ENVIRONMENT_KINDS)}")
     prompt_file = folder / str(data["prompt"])
     if not prompt_file.is_file():
         raise _fail(path, "prompt", f"file {prompt_file} does not exist", "create it or fix the path")
@@ -182,13 +234,20 @@ def parse_manifest(path: Path) -> Environment:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise _fail(path, "tags", "must be a list of strings", "write tags: [a, b]")
     limits = _limits(path, data.get("limits"))
-    for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in REQUIRED_FILES[data["kind"]])):
+    session = None
+    if data["kind"] == "session":
+        session = _session(path, data.get("session"))
+    elif "session" in data:
+        raise _fail(path, "session", f"{data['kind']} tasks have no session budgets", "remove the key")
+    required_files = SESSION_FILES if data["kind"] == "session" else REQUIRED_FILES[data["kind"]]
+    starts = [f"start/{variant}" for variant in range(variants)] if data["kind"] == "session" else []
+    for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in required_files), *starts):
         if not (folder / required).exists():
             raise _fail(path, "(folder)", f"{folder / required} does not exist",
                         f"add {required} ({data['kind']} environments need it)")
     return Environment(id=env_id, kind=data["kind"], prompt=prompt_file.read_text(), path=folder,
                        entry_point=entry_point, title=str(data.get("title", "")), difficulty=difficulty,
-                       scoring=scoring, limits=limits, tags=tuple(tags), variants=variants)
+                       scoring=scoring, limits=limits, tags=tuple(tags), variants=variants, session=session)
 
 
 def _manifests() -> dict[str, Path]:

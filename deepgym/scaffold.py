@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .environments import _NAME, bundle_root, environment_roots, list_environments
 from .errors import DeepGymError
-from .runner.protocol import KINDS
+from .runner.protocol import ENVIRONMENT_KINDS
 
 PLACEHOLDER = "{{name}}"
 
@@ -46,8 +46,8 @@ def new_environment(name: str, kind: str, directory: Path | None = None) -> Path
     if not _NAME.match(name):
         raise DeepGymError(f"{name!r} is not a valid environment name: use lowercase letters, digits and "
                            "underscores, starting with a letter")
-    if kind not in KINDS:
-        raise DeepGymError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    if kind not in ENVIRONMENT_KINDS:
+        raise DeepGymError(f"unknown kind {kind!r}; use one of {', '.join(ENVIRONMENT_KINDS)}")
     if name in list_environments():
         raise DeepGymError(f"an environment called {name!r} already exists")
     in_bundle = directory is None or directory.resolve() == (bundle_root() / "environments").resolve()

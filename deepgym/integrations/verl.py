@@ -55,12 +55,21 @@ log = logging.getLogger("deepgym.verl")
 PLANNED_MODES = ("daytona", "e2b", "modal", "apple")
 REWARD_KEYS = ("score", "passed", "error", "error_type")
 AGENT_LOOP_NAME = "deepgym_single_turn"
+# The multi-turn loop for session environments (deepgym.integrations.verl_tool) and its tool's default name.
+SESSION_AGENT_NAME = "deepgym_agent"
+SESSION_TOOL_NAME = "shell"
 
 
 def agent_loop_config_path() -> str:
     """Absolute path of the agent-loop YAML shipped in the package, for
     ``actor_rollout_ref.rollout.agent.agent_loop_config_path`` (verl does not resolve ``pkg://`` there)."""
     return str(Path(__file__).resolve().with_name("agent_loops.yaml"))
+
+
+def session_tool_config_path() -> str:
+    """Absolute path of the session tool's YAML shipped in the package, for
+    ``actor_rollout_ref.rollout.multi_turn.tool_config_path``."""
+    return str(Path(__file__).resolve().with_name("session_tool.yaml"))
 
 
 _REWARD_ADVICE = (
@@ -187,6 +196,10 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
     ``prompt`` (one user message), ``ability``, ``reward_model`` (``style: rule``; the ground truth stays
     in the image, so it is empty), ``extra_info`` (``split``, ``index``, ``environment``, ``variant``) and,
     when ``agent_name`` is given, ``agent_name`` (e.g. ``deepgym_single_turn``) to pick the agent loop per row.
+    A ``session`` environment's row is a multi-turn episode: its ``agent_name`` is always ``deepgym_agent``
+    (``agent_name`` applies to the single-turn rows), and ``extra_info.tools_kwargs.shell.create_kwargs`` names
+    its environment and variant for the session tool. In a file mixing both, give the single-turn rows
+    ``agent_name`` too, so that every row names its loop.
     """
     names = [names] if isinstance(names, str) else list(names)
     variants = [variant] if isinstance(variant, numbers.Integral) else list(variant)
@@ -206,7 +219,11 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
                     "reward_model": {"style": "rule", "ground_truth": ""},
                     "extra_info": {"split": split, "index": len(rows), "environment": env.id, "variant": int(var)},
                 }
-                if agent_name is not None:
+                if env.kind == "session":  # a multi-turn episode: the tool starts it with these settings
+                    row["agent_name"] = SESSION_AGENT_NAME
+                    row["extra_info"]["tools_kwargs"] = {
+                        SESSION_TOOL_NAME: {"create_kwargs": {"environment": env.id, "variant": int(var)}}}
+                elif agent_name is not None:
                     row["agent_name"] = agent_name
                 rows.append(row)
     return rows

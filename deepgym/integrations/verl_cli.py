@@ -2,6 +2,7 @@
 
     deepgym verl rows coin_change two_sum --repeat 64 -o train.parquet
     deepgym verl agent-loop-config
+    deepgym verl session-tool-config
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ def cmd_agent_loop_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_session_tool_config(args: argparse.Namespace) -> int:
+    from .verl import session_tool_config_path
+
+    print(session_tool_config_path())
+    return 0
+
+
 def add_verl_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add ``deepgym verl`` and its subcommands to the top-level parser's subparsers."""
     verl = subparsers.add_parser("verl", help="train with verl: dataset rows and the agent-loop config")
@@ -73,3 +81,8 @@ def add_verl_commands(subparsers: argparse._SubParsersAction) -> None:
                             help="print the absolute path of deepgym's agent-loop YAML for "
                                  "actor_rollout_ref.rollout.agent.agent_loop_config_path")
     p.set_defaults(func=cmd_agent_loop_config)
+
+    p = commands.add_parser("session-tool-config",
+                            help="print the absolute path of deepgym's session tool YAML for "
+                                 "actor_rollout_ref.rollout.multi_turn.tool_config_path")
+    p.set_defaults(func=cmd_session_tool_config)

@@ -131,12 +131,18 @@ class DeepGymSingleTurnAgentLoop(SingleTurnAgentLoop):
         return await self.loop.run_in_executor(None, lambda: fn(**call))
 
     def _keep_out(self, output: AgentLoopOutput, exc: NoVerdictError) -> None:
-        kept_out.record(True, exc.error_type)
-        if _uses_v1(self.config):
-            raise VerlNoVerdictError.wrap(exc, advice=_V1_ADVICE) from exc
-        output.response_mask = [0] * len(output.response_mask)
-        output.reward_score = 0.0
-        output.extra_fields["reward_extra_info"] = {"score": 0.0, "passed": 0.0, "error": 1.0,
-                                                    "error_type": exc.error_type}
-        log.warning("deepgym: no verdict (%s), so this sample's response mask is zeroed and it is not trained "
-                    "on: %s", exc.error_type, exc.reason)
+        keep_out(output, exc, config=self.config, advice=_V1_ADVICE, what="sample")
+
+
+def keep_out(output: AgentLoopOutput, exc: NoVerdictError, *, config: Any, advice: str, what: str) -> None:
+    """Keep a sample without a verdict out of training: raise under verl's v1 trainer (it drops the sample),
+    mask it under the legacy one (a zero response mask, reward extra info ``error: 1.0``). Counted either way."""
+    kept_out.record(True, exc.error_type)
+    if _uses_v1(config):
+        raise VerlNoVerdictError.wrap(exc, advice=advice) from exc
+    output.response_mask = [0] * len(output.response_mask)
+    output.reward_score = 0.0
+    output.extra_fields["reward_extra_info"] = {"score": 0.0, "passed": 0.0, "error": 1.0,
+                                                "error_type": exc.error_type}
+    log.warning("deepgym: no verdict (%s), so this %s's response mask is zeroed and it is not trained on: %s",
+                exc.error_type, what, exc.reason)

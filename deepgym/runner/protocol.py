@@ -34,6 +34,8 @@ from typing import Any
 
 MARKER = "@@deepgym"
 KINDS = ("function", "program", "patch")
+# Every kind of environment: the runner's judged kinds, and multi-turn sessions (deepgym/runner/session.py).
+ENVIRONMENT_KINDS = (*KINDS, "session")
 # What each kind's hidden tests hold (an environment's tests/ folder, /opt/deepgym/env in the image).
 REQUIRED_FILES = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "hidden", "spec.json", "probes.json")}
 SCORINGS = ("all_or_nothing", "partial")
@@ -63,6 +65,9 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
     "invalid_patch": (True, "the response has no usable unified diff (none, malformed, or binary)"),
     "patch_apply_failed": (True, "the diff does not apply, neither with git apply nor with patch --fuzz"),
     "test_infra_tampering": (True, "the diff touches tests or what the test run loads (conftest.py, config, .pth)"),
+    "policy_sandbox_failure": (True, "a session's agent broke its own sandbox: an action or the final verifier "
+                                     "could not run in it (killed, hung, its pids or disk used up)"),
+    "no_action": (True, "a session ended before the agent ran a single action"),
     "daemon_unavailable": (False, "the container engine or provider could not be reached"),
     "image_missing": (False, "the environment's image is not built or not pulled"),
     "image_stale": (False, "the environment's image was built from other environment files than the host's"),

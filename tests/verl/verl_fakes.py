@@ -109,7 +109,7 @@ def loop_config(*, use_v1: bool | None, reward_path: str | None = None, reward_k
     return OmegaConf.create(config)
 
 
-def instantiate_loop(config, server: ScriptedServer, name: str = "deepgym_single_turn"):
+def instantiate_loop(config, server: ScriptedServer, name: str = "deepgym_single_turn", tools: list | None = None):
     """Build an agent loop exactly as verl's AgentLoopWorker does: its YAML entries go into verl's registry,
     then ``hydra.utils.instantiate`` with the worker's arguments. Call it inside a running event loop."""
     import hydra
@@ -124,7 +124,7 @@ def instantiate_loop(config, server: ScriptedServer, name: str = "deepgym_single
     return hydra.utils.instantiate(
         config=_agent_loop_registry[name], trainer_config=DictConfigWrap(config=config), server_manager=server,
         tokenizer=server.tokenizer, processor=None, hf_model_type=None, dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
+        data_config=DictConfigWrap(config.data), tools=ToolListWrap(tools or []))
 
 
 def copy_loop_entry(name: str, **fields: Any) -> str:

@@ -1,0 +1,416 @@
+"""Multi-turn sessions: one fresh container per episode, shell actions as an unprivileged agent, and a final
+verifier that reads the state the agent left.
+
+::
+
+    with gym.session("shell_repair_script", variant=1) as session:
+        first = session.start()                       # Observation: the task and the workspace
+        step = session.step("cat calc.py")            # StepResult(observation, reward, done)
+        ...
+        verdict = session.score()                     # a Verdict, or raises NoVerdictError
+
+**Who runs what.** The container is the environment's own image, locked down like a judging sandbox, and
+lives only for the episode: :meth:`Session.close` removes it on every outcome, and its init ends it at its
+lifetime even if this process dies (the provider's reaper removes what a dead owner left). Each action is a
+fresh ``bash -c`` run as the agent's uid (:data:`AGENT_UID`, no capabilities) in its workspace; the final
+verification runs as root with three capabilities (:mod:`deepgym.runner.session`), kills every process of the
+agent and proves none is left, runs the environment's probes of the agent's code as the agent, then the hidden
+verifier as another uid (:data:`VERIFIER_UID`) in a fresh folder the agent never could reach.
+
+**Budgets** (the manifest's ``session:``, :class:`~deepgym.environments.SessionLimits`): a timed-out action
+returns its partial output and ``[timed out after N s]`` and the episode goes on; after ``max_steps`` actions,
+or ``episode_s`` after the first observation (the model's own thinking time included), the episode is done.
+deepgym enforces them, because verl's loop has no timeout anywhere.
+
+**Failures** are decided in one table, :func:`failure_result`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .environments import Environment, load_environment
+from .runner.protocol import IN_PLAY, REPORT, parse_events
+from .sandbox import ExecOptions, ExecResult, ImageMissing, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec
+from .verdict import CaseResult, NoVerdictError, Verdict
+
+if TYPE_CHECKING:
+    from .client import DeepGym
+    from .sandbox import Sandbox
+
+AGENT_UID = 10000
+VERIFIER_UID = 10002
+WORKSPACE = "/tmp/work"
+SESSION_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
+# What the agent's commands may hold beyond the manifest's limits: the session runner and the file helper.
+RUNNER_MEMORY_MB = 128
+RUNNER_PIDS = 16
+# The host's slack around the in-sandbox deadlines: engine round trips, a busy host.
+HOST_GRACE_S = 30.0
+# A probe's wall-clock limit when session.json gives none (deepgym.runner.session's default too).
+PROBE_TIMEOUT_S = 10.0
+MAX_ACTION_CHARS = 64 << 10
+ACTION_STDOUT_BYTES = 1 << 20
+TIMED_OUT = "[timed out after {seconds:g} s]"
+# What docker's exec prints, with status 126, when the engine could not start the command in the container
+# (its pids are used up, its init is gone).
+EXEC_NOT_STARTED = b"OCI runtime exec failed"
+START_ATTEMPTS = 3
+START_RETRY_S = 0.2
+CUT = "\n[... {count} characters cut ...]\n"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the agent sees after a step: text, and optionally images (PNG bytes), so computer use fits."""
+
+    text: str
+    images: tuple[bytes, ...] = ()
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One step: what the agent sees, the step's reward (0 unless the environment rewards steps: the
+    episode's reward is :meth:`Session.score`) and whether the episode is over."""
+
+    observation: Observation
+    reward: float
+    done: bool
+
+
+def cut_output(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its head and its tail around a marker saying how much went."""
+    if len(text) <= limit:
+        return text
+    marker_room = len(CUT.format(count=len(text)))
+    keep = max(0, limit - marker_room)
+    head, tail = keep - keep // 2, keep // 2
+    return text[:head] + CUT.format(count=len(text) - head - tail) + (text[-tail:] if tail else "")
+
+
+def not_started(result: ExecResult) -> bool:
+    """Whether the provider could not start the command at all (it ran nothing). The agent could print the
+    same itself, which only ends its own episode with a 0."""
+    return result.exit_code == 126 and result.stdout.startswith(EXEC_NOT_STARTED)
+
+
+def invalid_action(action: Any) -> str | None:
+    """Why ``action`` is not a shell command the agent may run, or None. Shown to the agent as text."""
+    if not isinstance(action, str):
+        return f"an action is a shell command (a string), not {type(action).__name__}"
+    if not action.strip():
+        return "the action is empty; send a shell command"
+    if "\0" in action:
+        return "the action contains a NUL character"
+    if len(action) > MAX_ACTION_CHARS:
+        return f"the action is {len(action)} characters long; the limit is {MAX_ACTION_CHARS}"
+    return None
+
+
+def failure_result(exc: BaseException, *, phase: str, environment: str, variant: int = 0, acting_s: float = 0.0,
+                   elapsed_s: float = 0.0, lifetime_s: float = float("inf"),
+                   runtime: str = "docker") -> Verdict | NoVerdictError:
+    """The outcome of an episode that ``exc`` ended, in ``phase`` (``start``, ``action`` or ``verify``).
+
+    One table; no verdict only for failures that are ours for certain, everything else scored:
+
+    ===  =====================================================  =========  ===================================
+    row  failure                                                phase      outcome
+    ===  =====================================================  =========  ===================================
+    1    the engine, provider, network or credentials failed    any        no verdict, ``daemon_unavailable``
+    2    the sandbox could not be created or started            start      no verdict, its own type
+    3    the sandbox's lifetime ran out and the agent's own     any        no verdict, ``sandbox_lost``
+         actions took less than half the episode
+    4    the sandbox broke under the agent: killed, hung, its   action,    scored 0, ``policy_sandbox_failure``
+         pids used up (any other failed action)                 verify
+    5    a failure of deepgym's own code (not a sandbox error)  any        no verdict, ``verifier_error``
+    ===  =====================================================  =========  ===================================
+
+    The other rows are not exceptions and are decided where they happen: an invalid or disallowed action
+    comes back as text and the episode goes on (:func:`invalid_action`); a verifier that could not run or
+    timed out before it read the agent's state is no verdict (``verifier_error``, ``verifier_timeout``), one
+    that timed out after it is a scored 0 (``solution_timeout``), one that could not run because the agent
+    filled the sandbox is ``policy_sandbox_failure`` (:mod:`deepgym.runner.session`); an episode where the
+    agent never acted scores 0 (``no_action``, :meth:`Session.score`).
+
+    Row 4 includes a container removed from outside while the agent acted: the engine cannot tell that from
+    one the agent's processes brought down, and the rule charges what it cannot read to the episode, so that
+    "no verdict" is never an outcome the policy can choose.
+    """
+    where = {"environment": environment, "runtime": runtime, "variant": variant}
+    if not isinstance(exc, SandboxError):
+        return NoVerdictError("verifier_error", f"deepgym failed in the session's {phase} phase: {exc!r}", **where)
+    if isinstance(exc, ProviderUnavailable):
+        return NoVerdictError(exc.error_type, exc.reason, **where)
+    if phase == "start":
+        return NoVerdictError(exc.error_type, exc.reason, **where)
+    if elapsed_s >= lifetime_s and 2 * acting_s < elapsed_s:
+        return NoVerdictError("sandbox_lost", f"the sandbox's lifetime of {lifetime_s:g}s ran out, most of it not in "
+                                              f"the agent's actions ({acting_s:.1f}s of {elapsed_s:.1f}s)", **where)
+    return Verdict(score=0.0, passed=False, error_type="policy_sandbox_failure",
+                   details=f"the episode ended in its {phase} phase because the sandbox broke under the agent: "
+                           f"{exc.reason}", **where)
+
+
+def replay(gym: DeepGym, env: str | Environment, actions: list[str], *, variant: int = 0) -> Verdict | NoVerdictError:
+    """The outcome of an episode that runs ``actions`` in order (fewer if the episode ends first), returned
+    rather than raised: what ``deepgym check`` does with an environment's reference and wrong sequences."""
+    with gym.session(env, variant) as session:
+        try:
+            session.start()
+            for action in actions:
+                if session.step(action).done:
+                    break
+            return session.score()
+        except NoVerdictError as failure:
+            return failure
+
+
+def action_sequences(env: Environment, name: str) -> dict[int, list[str]]:
+    """``solutions/<name>.json`` of a session environment: variant -> its list of shell actions."""
+    data = json.loads((env.path / "solutions" / f"{name}.json").read_text())
+    return {int(variant): list(actions) for variant, actions in data.items()}
+
+
+@dataclass
+class _Clock:
+    """When the episode started, and how much of it the agent's own actions took."""
+
+    started: float = field(default_factory=time.monotonic)
+    acting_s: float = 0.0
+    observed: float | None = None
+    """When the first observation was ready: the episode's budget runs from there, not from the container's
+    creation (which a busy engine makes slow)."""
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def budget_used_s(self) -> float:
+        return 0.0 if self.observed is None else time.monotonic() - self.observed
+
+
+class Session:
+    """One episode of a ``session`` environment in its own container. Use it as a context manager, or call
+    :meth:`close`; :meth:`start` first, then :meth:`step` until done, then :meth:`score`."""
+
+    def __init__(self, gym: DeepGym, env: str | Environment, variant: int = 0):
+        self.env = load_environment(env)
+        if self.env.session is None:
+            raise ValueError(f"{self.env.id} is a {self.env.kind} environment, not a session one; "
+                             f"use DeepGym.run for it")
+        if not 0 <= variant < self.env.variants:
+            raise ValueError(f"variant {variant} is out of range: {self.env.id} has {self.env.variants} "
+                             f"variant(s), 0 to {self.env.variants - 1}")
+        if gym.provider.name == "local":
+            raise ValueError("sessions run the agent's commands in a container; mode='local' has none")
+        self.gym = gym
+        self.variant = variant
+        self.limits = self.env.session
+        self.steps = 0
+        self.done = False
+        self.image_id: str | None = None
+        self.image_status: str | None = None
+        self._box: Sandbox | None = None
+        self._clock = _Clock()
+        self._lifetime_s = self.limits.episode_s + self._verify_deadline_s() + 3 * HOST_GRACE_S
+        self._outcome: Verdict | NoVerdictError | None = None
+
+    @property
+    def acted(self) -> bool:
+        return self.steps > 0
+
+    @property
+    def outcome(self) -> Verdict | NoVerdictError | None:
+        """The episode's fixed outcome once it has one (a failure ended it, or :meth:`score` ran), else None."""
+        return self._outcome
+
+    def _where(self) -> dict[str, Any]:
+        return {"environment": self.env.id, "runtime": self.gym.backend, "variant": self.variant}
+
+    def _spec(self, image_id: str) -> SandboxSpec:
+        from .judging import ENVIRONMENT_LABEL
+
+        limits = self.env.limits
+        return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + RUNNER_MEMORY_MB,
+                           pids=limits.pids + RUNNER_PIDS, cpus=limits.cpus, nofile=limits.nofile,
+                           tmpfs_mb=limits.tmpfs_mb, lifetime_s=self._lifetime_s,
+                           labels={ENVIRONMENT_LABEL: self.env.id})
+
+    def start(self) -> Observation:
+        """Create the episode's container and the agent's workspace; returns the first observation. Raises
+        NoVerdictError when the sandbox cannot be made (the container is removed then)."""
+        if self._box is not None or self._outcome is not None:
+            raise RuntimeError("this session was started already; open a new one for another episode")
+        self._clock = _Clock()
+        try:
+            self.image_id, self.image_status = self.gym.images.resolve(self.gym.provider, self.env)
+            self._box = self.gym.provider.create(self._spec(self.image_id))
+            report, _ = self._session_runner("setup", timeout_s=HOST_GRACE_S + 30)
+        except SandboxError as exc:
+            if isinstance(exc, ImageMissing):
+                self.gym.images.forget(self.env)
+            self._end(failure_result(exc, phase="start", **self._where()))
+            raise self._outcome from None
+        if report is None or not report.get("ok"):
+            detail = (report or {}).get("details", "the session runner gave no report")
+            self._end(NoVerdictError("sandbox_start_failure", f"the workspace could not be prepared: {detail}",
+                                     **self._where()))
+            raise self._outcome
+        task = (self.env.path / "start" / str(self.variant) / "TASK.md")
+        text = self.env.prompt.rstrip() + (f"\n\n{task.read_text().rstrip()}" if task.is_file() else "")
+        self._clock.observed = time.monotonic()
+        return Observation(f"{text}\n\nYour working directory is {WORKSPACE}.")
+
+    def step(self, action: Any) -> StepResult:
+        """Run one shell command as the agent and return what it printed (stdout and stderr together).
+
+        An invalid action comes back as text and counts as a step. A failed action ends the episode (its
+        outcome is fixed by :func:`failure_result`; :meth:`score` returns or raises it)."""
+        if self._box is None and self._outcome is None:
+            raise RuntimeError("call start() first")
+        if self.done or self._outcome is not None:
+            raise RuntimeError("the episode is over; call score()")
+        self.steps += 1
+        problem = invalid_action(action)
+        if problem is not None:
+            return self._after(f"invalid action: {problem}")
+        left = self.limits.episode_s - self._clock.budget_used_s
+        if left <= 0:
+            self.done = True
+            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was run]"),
+                              0.0, True)
+        timeout = min(self.limits.step_timeout_s, left)
+        started = time.monotonic()
+        options = ExecOptions(timeout_s=timeout, user=f"{AGENT_UID}:{AGENT_UID}", cwd=WORKSPACE,
+                              env={"HOME": WORKSPACE, "TMPDIR": WORKSPACE, "TERM": "dumb", "LANG": "C.UTF-8",
+                                   "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                              stdout_limit=ACTION_STDOUT_BYTES)
+        try:
+            for attempt in range(START_ATTEMPTS):
+                # A command the engine could not start ran nothing, so trying again replays nothing: a busy
+                # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
+                result = self._box.exec(["bash", "-c", "exec 2>&1\n" + action], options)
+                if not not_started(result) or attempt == START_ATTEMPTS - 1:
+                    break
+                time.sleep(START_RETRY_S)
+            if not_started(result):
+                said = result.stdout[:300].decode(errors="replace")
+                raise SandboxLost(f"the action could not start in the sandbox: {said}")
+        except SandboxError as exc:
+            self._clock.acting_s += time.monotonic() - started
+            self._fail(exc, "action")
+            return StepResult(Observation(f"the sandbox failed: {exc.reason}"), 0.0, True)
+        self._clock.acting_s += time.monotonic() - started
+        return self._after(self._shown(result, timeout))
+
+    def _shown(self, result: ExecResult, timeout: float) -> str:
+        text = result.stdout.decode("utf-8", "replace")
+        if result.stdout_truncated:
+            text += "\n[output beyond 1 MiB dropped]"
+        if result.timed_out:
+            text += ("\n" if text and not text.endswith("\n") else "") + TIMED_OUT.format(seconds=round(timeout, 1))
+        elif result.exit_code:
+            text += f"\n[exit status {result.exit_code}]"
+        return cut_output(text, self.limits.output_chars)
+
+    def _after(self, text: str) -> StepResult:
+        if self.steps >= self.limits.max_steps or self._clock.budget_used_s >= self.limits.episode_s:
+            self.done = True
+        return StepResult(Observation(text), 0.0, self.done)
+
+    def score(self) -> Verdict:
+        """End the episode and verify the state the agent left; the same outcome on every call. Raises
+        NoVerdictError when the infrastructure failed."""
+        if self._outcome is None:
+            self.done = True
+            if self._box is None:
+                raise RuntimeError("call start() first")
+            if not self.acted:
+                self._end(Verdict(score=0.0, passed=False, error_type="no_action",
+                                  details="the episode ended before the agent ran any action", **self._where()))
+            else:
+                self._end(self._verify())
+        if isinstance(self._outcome, NoVerdictError):
+            raise self._outcome
+        return self._outcome
+
+    def _verify(self) -> Verdict | NoVerdictError:
+        try:
+            report, in_play = self._session_runner("verify", timeout_s=self._verify_deadline_s())
+        except SandboxError as exc:
+            return failure_result(exc, phase="verify", acting_s=self._clock.acting_s,
+                                  elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where())
+        if report is None:
+            error = "verifier_timeout" if not in_play else "sandbox_lost"
+            return NoVerdictError(error, "the final verification gave no report", **self._where())
+        error_type = report.get("error_type")
+        if "score" not in report:
+            return NoVerdictError(error_type or "verifier_error", report.get("details", ""), **self._where())
+        cases = tuple(CaseResult(id=str(c.get("id")), passed=bool(c.get("passed")), expected=c.get("expected"),
+                                 actual=c.get("actual")) for c in report.get("cases", []) if isinstance(c, dict))
+        return Verdict(score=report["score"], passed=report["passed"], error_type=error_type,
+                       details=report.get("details", ""), cases=cases, cases_total=len(cases),
+                       timings={"episode_s": round(self._clock.elapsed_s, 3),
+                                "acting_s": round(self._clock.acting_s, 3)},
+                       image_id=self.image_id, image_status=self.image_status, **self._where())
+
+    def _verify_deadline_s(self) -> float:
+        """The host's deadline for a verification: the verifier's limit, every probe's, and slack. The probes
+        run the agent's code, so each may take its whole limit; the deadline never cuts them short."""
+        config = json.loads((self.env.tests_dir / "session.json").read_text())
+        probes = config.get("probes", {}).get(str(self.variant), [])
+        return (self.limits.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
+                + HOST_GRACE_S)
+
+    def _session_runner(self, command: str, *, timeout_s: float) -> tuple[dict[str, Any] | None, bool]:
+        """Run the in-sandbox session runner; returns (its report or None, whether it said ``in_play``).
+        Raises SandboxError. A runner killed at the host's deadline has no report."""
+        nonce = secrets.token_hex(16)
+        request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": WORKSPACE,
+                   "variant": self.variant, "verify_timeout_s": self.limits.verify_timeout_s,
+                   "probe_timeout_s": PROBE_TIMEOUT_S}
+        result = self._box.exec([*SESSION_RUNNER, command], ExecOptions(stdin=json.dumps(request).encode(),
+                                                                  timeout_s=timeout_s, user="0:0"))
+        if result.exit_code is None and not result.timed_out:
+            raise SandboxLost("the session runner vanished without an exit status")
+        events = parse_events(result.stdout, nonce)
+        reports = [e.get("report") for e in events if e.get("event") == REPORT]
+        in_play = any(e.get("event") == IN_PLAY for e in events)
+        if len(reports) != 1 or not isinstance(reports[0], dict):
+            if result.timed_out:
+                return None, in_play
+            if result.exit_code not in (0, None) or not_started(result):
+                # The exec could not start the runner at all: the sandbox has no room for a process.
+                raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
+                                  f"{result.stderr_tail.strip()[-300:]}")
+            return {"error_type": "verifier_error", "details": "the session runner gave no single report"}, in_play
+        return reports[0], in_play
+
+    def _fail(self, exc: SandboxError, phase: str) -> None:
+        self._end(failure_result(exc, phase=phase, acting_s=self._clock.acting_s,
+                                 elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where()))
+
+    def _end(self, outcome: Verdict | NoVerdictError) -> None:
+        """Fix the episode's outcome, count it, and remove the container."""
+        self._outcome = outcome
+        self.done = True
+        self.gym.monitor.record(not outcome.has_verdict, outcome.error_type)
+        self.close()
+
+    def close(self) -> None:
+        """Remove the container. Idempotent; call it on every path (the context manager does)."""
+        if self._box is not None:
+            box, self._box = self._box, None
+            box.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
