@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -17,43 +16,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def engine_answers() -> bool:
-    try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def leaked_containers() -> list[str]:
-    """deepgym containers whose owner is this process or a process that is gone (not another live run's)."""
-    from deepgym.sandbox.docker import OWNER_LABEL, owner_alive, owner_label, pid_namespace
-
-    result = subprocess.run(["docker", "ps", "-a", "--filter", "label=deepgym", "--format",
-                             f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'], capture_output=True, text=True)
-    host, me = socket.gethostname(), owner_label(os.getpid())
-    leaked = []
-    for line in result.stdout.splitlines():
-        container, _, owner = line.partition(" ")
-        if owner == me or not owner_alive(owner, host, pid_namespace()):
-            leaked.append(container)
-    return leaked
-
-
-def escaped_processes(uid: int = 10000) -> list[int]:
-    """Processes of the submission's uid on this host that are not inside any container's cgroup."""
-    escaped = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid and "docker" not in (entry / "cgroup").read_text():
-                escaped.append(int(entry.name))
-        except OSError:
-            continue
-    return escaped
-
+from support import IN_CI, ROOT, engine_answers, ensure_images, leaked_containers
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not any(item.get_closest_marker("docker") for item in items) or engine_answers():
@@ -65,19 +28,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("docker"):
             item.add_marker(skip)
-
-
-_built: set[str] = set()
-
-
-def ensure_images(*names: str) -> None:
-    """Build these environments' images if missing or stale, once per session (CI builds them beforehand)."""
-    from deepgym.images import build
-
-    todo = [name for name in names if name not in _built]
-    if todo:
-        build(todo)
-        _built.update(todo)
 
 
 @pytest.fixture(scope="session")
@@ -150,15 +100,3 @@ def second_engine():
         assert not leftovers, f"{len(leftovers)} deepgym container(s) were left on the second engine"
     finally:
         subprocess.run(["bash", str(script), "stop", str(folder)], capture_output=True, timeout=120)
-
-
-def fenced(code: str, language: str = "python") -> str:
-    """A model-style response wrapping ``code`` in a fenced block."""
-    return f"Here is the solution.\n\n```{language}\n{code}\n```\n"
-
-
-def solution(env: str, name: str) -> str:
-    """The text of environments/<env>/solutions/<name>.*"""
-    matches = sorted((ROOT / "environments" / env / "solutions").glob(f"{name}.*"))
-    assert matches, f"no solution {name} in {env}"
-    return matches[0].read_text()

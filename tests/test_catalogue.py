@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import fenced, solution
+from support import fenced, solution
 from deepgym.check import check, table
 from deepgym.environments import list_environments, load_environment
 

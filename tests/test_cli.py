@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ensure_images, fenced, solution
+from support import ensure_images, fenced, solution
 from deepgym.environments import list_environments, load_environment
 
 

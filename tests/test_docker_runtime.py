@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import ensure_images, escaped_processes, fenced, solution
+from support import ensure_images, escaped_processes, fenced, solution
 from deepgym import DeepGym, NoVerdictError, load_environment
 
 pytestmark = pytest.mark.docker

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import ensure_images, fenced, solution
+from support import ensure_images, fenced, solution
 from deepgym import DeepGym, NoVerdictError
 from deepgym.images import HASH_LABEL, image_name
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ensure_images
+from support import ensure_images
 from deepgym.images import image_name
 from deepgym.sandbox.docker import LABEL, OWNER_LABEL, DockerProvider, owner_alive, owner_label, pid_namespace
 

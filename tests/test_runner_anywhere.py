@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ensure_images, solution
+from support import ensure_images, solution
 from deepgym import load_environment
 from deepgym.images import image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, IN_PLAY, REPORT, Request, parse_events

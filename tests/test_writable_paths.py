@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import ensure_images, fenced
+from support import ensure_images, fenced
 
 pytestmark = pytest.mark.docker
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, ROOT, engine_answers
 from deepgym.images import build, image_name
+from support import IN_CI, ROOT, engine_answers
 
 PIDFILE = Path("/var/run/dockerd-deepgym.pid")  # written by scripts/install-docker-engine.sh
 DOCKERFILE = "FROM base\nCOPY tests/ /opt/deepgym/env/\nRUN chmod -R go-rwx /opt/deepgym/env\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ensure_images, solution
+from support import ensure_images, solution
 from deepgym import DeepGym
 from deepgym.images import build
 

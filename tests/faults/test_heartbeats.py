@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import ROOT, ensure_images, fenced, solution
+from support import ROOT, ensure_images, fenced, solution
 from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, HEARTBEAT_FIELDS, OPTIONAL_FACTS, Limits, Request, parse_events

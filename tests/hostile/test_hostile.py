@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from attacks import ATTACKS, Attack
-from conftest import ensure_images, escaped_processes, fenced, solution
+from support import ensure_images, escaped_processes, fenced, solution
 from deepgym import load_environment
 from deepgym.runner.protocol import ERROR_TYPES, is_scored
 

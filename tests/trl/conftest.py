@@ -5,15 +5,14 @@ that skipped the training test would prove nothing."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+from support import IN_CI, ROOT
+
 # The example script builds the tiny model and tokenizer; the tests train exactly what the docs show.
 sys.path.insert(0, str(ROOT / "examples"))
 

@@ -9,7 +9,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 RIGHT = "Sure.\n\n```python\n" + (ROOT / "environments/coin_change/solutions/reference.py").read_text() + "\n```\n"
 WRONG = "```python\n" + (ROOT / "environments/coin_change/solutions/wrong_greedy.py").read_text() + "\n```"

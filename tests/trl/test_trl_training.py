@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 import pytest
-from conftest import ROOT  # tests/trl/conftest.py, which also puts examples/ on sys.path
+from support import ROOT  # tests/trl/conftest.py puts examples/ on sys.path
 
 pytestmark = [pytest.mark.trl, pytest.mark.docker]
 
