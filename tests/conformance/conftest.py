@@ -1,30 +1,45 @@
-"""The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default ``docker,local``) or
-``--provider NAME`` (repeatable) chooses the providers; docker runs both ways: ``docker-attach``
-(Provider.run's attached main process) and ``docker-exec`` (the generic create-and-exec path). A provider that
-is planned but not implemented here, or has no credentials, is reported as not run (a skip), never passed.
+"""The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default ``docker,local,daytona-standin``)
+or ``--provider NAME`` (repeatable) chooses the providers; docker runs both ways: ``docker-attach``
+(Provider.run's attached main process) and ``docker-exec`` (the generic create-and-exec path).
+
+``daytona-standin`` is the real daytona adapter and the unmodified SDK against the test double of Daytona's API
+in tests/providers/standins (sandboxes are Docker containers of our images). ``daytona`` is the real service:
+it runs when ``DAYTONA_API_KEY`` is set (the snapshots registered beforehand with ``deepgym images register``),
+and is reported as not run (a skip) otherwise, never passed. So is a provider that is planned but not
+implemented here.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
 from deepgym.sandbox import Provider, SandboxSpec
 
-PLANNED = {"daytona": "DAYTONA_API_KEY", "e2b": "E2B_API_KEY", "modal": "MODAL_TOKEN_ID", "apple": None}
+PLANNED = {"e2b": "E2B_API_KEY", "modal": "MODAL_TOKEN_ID", "apple": None}
+ROOT = Path(__file__).resolve().parents[2]
+# Limits a provider cannot set per sandbox: the check is an expected failure that says why.
+DAYTONA_CANNOT = {
+    "memory": "Daytona sizes a sandbox by its snapshot, in whole GiB; a smaller memory limit is not honoured",
+    "pids": "Daytona has no pids limit per sandbox",
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--provider", action="append", default=[],
-                     help="a provider for tests/conformance (docker, local, daytona, e2b, modal, apple); repeatable")
+                     help="a provider for tests/conformance (docker, local, daytona-standin, daytona, e2b, modal, "
+                          "apple); repeatable")
 
 
 def _chosen(config: pytest.Config) -> list[str]:
-    names = config.getoption("--provider") or os.environ.get("DEEPGYM_CONFORMANCE", "docker,local").split(",")
+    names = config.getoption("--provider") or os.environ.get("DEEPGYM_CONFORMANCE",
+                                                                         "docker,local,daytona-standin").split(",")
     chosen = []
     for name in (n.strip() for n in names if n.strip()):
         chosen += ["docker-attach", "docker-exec"] if name == "docker" else [name]
@@ -33,7 +48,8 @@ def _chosen(config: pytest.Config) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" in metafunc.fixturenames:
-        params = [pytest.param(name, id=name, marks=[pytest.mark.docker] if name.startswith("docker") else [])
+        params = [pytest.param(name, id=name, marks=[pytest.mark.docker] if name.startswith("docker")
+                               or name.endswith("-standin") else [])
                   for name in _chosen(metafunc.config)]
         metafunc.parametrize("target", params, indirect=True, scope="module")
 
@@ -47,6 +63,9 @@ class Target:
     image: str
     python: str
     isolated: bool
+    outside: object = None
+    """A stand-in: what a test does to a sandbox from outside (remove_from_outside, kill_from_outside, gone)."""
+    cannot: Mapping[str, str] = field(default_factory=dict)
 
     def spec(self, **fields) -> SandboxSpec:
         return SandboxSpec(image=self.image, **fields)
@@ -59,9 +78,14 @@ class Target:
         if not self.isolated:
             pytest.xfail(f"{self.name} has no isolation: it cannot promise {what}")
 
+    def only_if_settable(self, limit: str) -> None:
+        """Mark the test as an expected failure where the provider cannot set ``limit`` per sandbox."""
+        if limit in self.cannot:
+            pytest.xfail(f"{self.name}: {self.cannot[limit]}")
+
 
 @pytest.fixture(scope="module")
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     name: str = request.param
     if name in PLANNED:
         variable = PLANNED[name]
@@ -82,9 +106,53 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         # Commands run as another uid too (deepgym as root), which cannot reach a virtualenv under /root.
         python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
         target = Target(name, provider, "host", python, False)
+    elif name in ("daytona", "daytona-standin"):
+        yield from _daytona_target(name, tmp_path_factory)
+        return
     else:
         pytest.fail(f"unknown provider {name!r}")
     try:
         yield target
     finally:
         provider.close()
+
+
+def _daytona_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
+    if importlib.util.find_spec("daytona") is None and importlib.util.find_spec("daytona_sdk") is None:
+        missing = "not run: the daytona extra is not installed (pip install 'deepgym[daytona]')"
+        pytest.fail(missing) if _in_ci() else pytest.skip(missing)
+    from deepgym.images import image_name
+    from deepgym.sandbox.daytona import DaytonaProvider
+
+    if name == "daytona":
+        if not os.environ.get("DAYTONA_API_KEY"):
+            pytest.skip("not run: DAYTONA_API_KEY is not set (the real Daytona service needs an account)")
+        provider = DaytonaProvider()
+        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, cannot=DAYTONA_CANNOT)
+        provider.close()
+        return
+    sys.path.insert(0, str(ROOT / "tests" / "providers"))
+    from standins import publish
+    from standins.daytona import DaytonaStandIn
+
+    from deepgym.registration import register
+
+    standin = DaytonaStandIn().start()
+    try:
+        manifest = publish(standin, ["base", "coin_change", "prog_max_subarray"],
+                           scratch.mktemp("daytona") / "pushed.json")
+        settings = {"api_key": standin.api_key, "api_url": standin.api_url, "target": "us"}
+        register("daytona", ["base", "coin_change", "prog_max_subarray"], manifest,
+                 provider=DaytonaProvider(**settings))
+        provider = DaytonaProvider(**settings)
+        try:
+            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=standin,
+                         cannot=DAYTONA_CANNOT)
+        finally:
+            provider.close()
+    finally:
+        standin.stop()
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
