@@ -89,6 +89,11 @@ def translate_errors(module: ModuleType, phase: str) -> Iterator[None]:
     except e.DaytonaError as exc:  # 5xx, spot eviction, a failed snapshot, anything else of Daytona's
         if _transport_failure(exc):
             raise ProviderUnavailable(f"Daytona's API cannot be reached: {exc}") from None
+        # File transfers raise a plain DaytonaError that carries only the HTTP status.
+        if exc.status_code in (404, 410) and phase == "run":
+            raise SandboxLost(f"the Daytona sandbox is gone: {exc}") from None
+        if exc.status_code in (401, 403):
+            raise ProviderUnavailable(f"Daytona refused the credentials ({exc}); check DAYTONA_API_KEY") from None
         error = SandboxLost if phase == "run" else StartFailure
         raise error(f"Daytona failed: {exc}") from None
 

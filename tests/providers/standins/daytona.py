@@ -111,6 +111,11 @@ class DaytonaStandIn:
     def remove_from_outside(self, sandbox_id: str) -> None:
         self.container(sandbox_id).remove(force=True)
 
+    def delete_from_outside(self, sandbox_id: str) -> None:
+        """As a user deleting it in Daytona's dashboard: the API says it is gone."""
+        self.sandboxes[sandbox_id]["state"] = "destroyed"
+        self.remove_from_outside(sandbox_id)
+
     def kill_from_outside(self, sandbox_id: str) -> None:
         self.container(sandbox_id).kill()
 
