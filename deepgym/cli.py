@@ -16,6 +16,8 @@ from pathlib import Path
 from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundError, LocalModeNotAllowedError,
                      ManifestError)
 from .integrations.verl_cli import add_verl_commands
+from .pushed import DEFAULT_MANIFEST
+from .registration import REGISTERING_PROVIDERS
 from .runner.protocol import KINDS
 from .sandbox import MODES
 
@@ -106,16 +108,27 @@ def cmd_images_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from .sandbox import ProviderUnavailable
-    from .sandbox.docker import DockerProvider
+    from .sandbox import ProviderUnavailable, make_provider
 
+    provider = make_provider(args.provider)
     try:
-        removed = DockerProvider().sweep({})
+        removed = provider.sweep({})
     except ProviderUnavailable as exc:
-        raise EngineUnavailableError(f"cannot remove deepgym's containers: {exc.reason}. Fix: start the Docker "
-                                     f"engine (scripts/install-docker-engine.sh on Debian) or point DOCKER_HOST "
-                                     f"at it") from None
-    print(f"removed {removed} deepgym container(s)")
+        fix = ("start the Docker engine (scripts/install-docker-engine.sh on Debian) or point DOCKER_HOST at it"
+               if args.provider == "docker" else f"check the {args.provider} credentials and API address")
+        what = "containers" if args.provider == "docker" else f"{args.provider} sandboxes"
+        raise EngineUnavailableError(f"cannot remove deepgym's {what}: {exc.reason}. Fix: {fix}") from None
+    finally:
+        provider.close()
+    print(f"removed {removed} deepgym {'container' if args.provider == 'docker' else args.provider + ' sandbox'}(s)")
+    return EXIT_OK
+
+
+def cmd_images_register(args: argparse.Namespace) -> int:
+    from .registration import register
+
+    for env, name, created in register(args.provider, args.environments, args.manifest):
+        print(f"{env}: {name} {'registered' if created else 'already registered'}")
     return EXIT_OK
 
 
@@ -200,8 +213,17 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_images_build)
     p = images.add_parser("list", help="every image and whether it is current, stale or missing")
     p.set_defaults(func=cmd_images_list)
+    p = images.add_parser("register", help="make a provider's snapshot of each pushed image, named by its content "
+                                           "hash (idempotent)")
+    p.add_argument("provider", choices=REGISTERING_PROVIDERS)
+    p.add_argument("environments", nargs="+", metavar="ENV")
+    p.add_argument("--manifest", default=DEFAULT_MANIFEST, help="the manifest `deepgym images push` wrote "
+                                                                f"(default: {DEFAULT_MANIFEST})")
+    p.set_defaults(func=cmd_images_register)
 
-    p = sub.add_parser("cleanup", help="remove every container deepgym created, on this engine")
+    p = sub.add_parser("cleanup", help="remove every sandbox deepgym created, on this engine or provider account")
+    p.add_argument("--provider", default="docker", choices=["docker", "daytona"],
+                   help="sweep this provider by deepgym's labels (default: docker)")
     p.set_defaults(func=cmd_cleanup)
 
     p = sub.add_parser("check", help="prove environments judge correctly: reference, known-wrong, empty and stub "

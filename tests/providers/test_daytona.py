@@ -142,6 +142,22 @@ def test_registration_is_idempotent_and_named_by_the_content_hash(standin):
     assert snapshot["imageName"].split("@")[1].startswith("sha256:") and snapshot["entrypoint"] == ["sleep", "infinity"]
 
 
+def test_the_commands_register_and_clean_up(standin, monkeypatch, capsys):
+    from deepgym.cli import main
+    from deepgym.sandbox import SandboxSpec
+
+    for variable, value in (("DAYTONA_API_KEY", standin.api_key), ("DAYTONA_API_URL", standin.api_url),
+                            ("DAYTONA_TARGET", "us")):
+        monkeypatch.setenv(variable, value)
+    assert main(["images", "register", "daytona", "coin_change", "--manifest", str(standin.manifest)]) == 0
+    assert f"coin_change: {registered_name('coin_change')} already registered" in capsys.readouterr().out
+    leaked = DaytonaProvider()
+    leaked.create(SandboxSpec(image=registered_name("base")))  # a crashed trainer's sandbox, never closed
+    assert main(["cleanup", "--provider", "daytona"]) == 0
+    assert "removed 1 deepgym daytona sandbox(s)" in capsys.readouterr().out
+    assert standin.live_containers() == 0
+
+
 def test_registration_needs_a_pushed_image(standin, tmp_path):
     with pytest.raises(ConfigurationError, match="push it first"):
         register("daytona", ["two_sum"], standin.manifest, provider=DaytonaProvider(**settings(standin)))
@@ -291,3 +307,33 @@ def test_standin_responses_validate_against_the_sdks_models(provider, standin):
         models.ListSandboxesResponse.from_dict({"items": [standin._dto(standin.sandboxes[box.id])],
                                                 "nextCursor": None})
     models.SnapshotDto.from_dict(standin.snapshots[registered_name("base")])
+
+
+# ------------------------------------------------------------------ the spec's snippet: verl's reward_kwargs {mode: daytona}
+@pytest.mark.verl
+def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
+    pytest.importorskip("verl")
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from deepgym.integrations.verl import verl_rows
+
+    monkeypatch.setenv("DAYTONA_API_KEY", standin.api_key)
+    monkeypatch.setenv("DAYTONA_API_URL", standin.api_url)
+    monkeypatch.setenv("DAYTONA_TARGET", "us")
+    config = OmegaConf.create({"reward": {"custom_reward_function": {
+        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": {"mode": "daytona"}}}})
+    fn = get_custom_reward_fn(config)
+    row = verl_rows(["coin_change"])[0]
+
+    def score(response: str):
+        return fn(data_source=row["data_source"], solution_str=response,
+                  ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))
+
+    def creates() -> int:
+        return sum(1 for method, path, _ in standin.requests if (method, path) == ("POST", "/api/sandbox"))
+
+    before = creates()
+    right, wrong = score(fenced(REFERENCE)), score(fenced(WRONG))
+    assert (right["score"], wrong["score"]) == (1.0, 0.0)
+    assert creates() == before + 2, "both were judged through Daytona"
