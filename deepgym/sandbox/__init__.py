@@ -1,5 +1,5 @@
 """Sandboxes: where untrusted code runs. The interface is in :mod:`deepgym.sandbox.base`; the providers
-(``docker``, ``local``, the remote ``daytona``) are imported lazily by :func:`make_provider`, so that
+(``docker``, ``local``, the remote ``daytona`` and ``e2b``) are imported lazily by :func:`make_provider`, so that
 ``import deepgym`` never loads docker-py or a provider's SDK."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any
 from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 
-MODES = ("auto", "docker", "local", "daytona")
+MODES = ("auto", "docker", "local", "daytona", "e2b")
 
 
 def make_provider(mode: str, **options: Any) -> Provider:
     """The provider for ``mode``. ``auto`` picks docker when an engine answers, else the one remote provider
     whose credentials are set, else docker anyway, so that every sample says why it cannot run
     (``daemon_unavailable``); it never picks ``local`` (see :mod:`deepgym.sandbox.auto`). ``options`` go to the
-    provider's constructor (``max_parallel``; docker: ``attach``; local: ``allow_local``; daytona: see
-    :class:`~deepgym.sandbox.daytona.DaytonaProvider`)."""
+    provider's constructor (``max_parallel``; docker: ``attach``; local: ``allow_local``; daytona and e2b: see
+    :class:`~deepgym.sandbox.daytona.DaytonaProvider`, :class:`~deepgym.sandbox.e2b.E2BProvider`)."""
     if mode == "auto":
         from .auto import choose_mode
 
@@ -34,6 +34,10 @@ def make_provider(mode: str, **options: Any) -> Provider:
         from .daytona import DaytonaProvider
 
         return DaytonaProvider(**options)
+    if mode == "e2b":
+        from .e2b import E2BProvider
+
+        return E2BProvider(**options)
     raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
 
 

@@ -1,12 +1,13 @@
-"""The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default ``docker,local,daytona-standin``)
-or ``--provider NAME`` (repeatable) chooses the providers; docker runs both ways: ``docker-attach``
-(Provider.run's attached main process) and ``docker-exec`` (the generic create-and-exec path).
+"""The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default
+``docker,local,daytona-standin,e2b-standin``) or ``--provider NAME`` (repeatable) chooses the providers; docker
+runs both ways: ``docker-attach`` (Provider.run's attached main process) and ``docker-exec`` (the generic
+create-and-exec path).
 
-``daytona-standin`` is the real daytona adapter and the unmodified SDK against the test double of Daytona's API
-in tests/providers/standins (sandboxes are Docker containers of our images). ``daytona`` is the real service:
-it runs when ``DAYTONA_API_KEY`` is set (the snapshots registered beforehand with ``deepgym images register``),
-and is reported as not run (a skip) otherwise, never passed. So is a provider that is planned but not
-implemented here.
+``daytona-standin`` and ``e2b-standin`` are the real adapters and the unmodified SDKs against test doubles of
+the providers' APIs in tests/providers/standins (their sandboxes are Docker containers of our images).
+``daytona`` and ``e2b`` are the real services: each runs when its key (``DAYTONA_API_KEY``, ``E2B_API_KEY``)
+is set and its images are registered, and is reported as not run (a skip) otherwise, never passed. So is a
+provider that is planned but not implemented here.
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ import pytest
 
 from deepgym.sandbox import Provider, SandboxSpec
 
-PLANNED = {"e2b": "E2B_API_KEY", "modal": "MODAL_TOKEN_ID", "apple": None}
+PLANNED = {"modal": "MODAL_TOKEN_ID", "apple": None}
 ROOT = Path(__file__).resolve().parents[2]
 # Limits a provider cannot set per sandbox: the check is an expected failure that says why.
 DAYTONA_CANNOT = {
     "memory": "Daytona sizes a sandbox by its snapshot, in whole GiB; a smaller memory limit is not honoured",
     "pids": "Daytona has no pids limit per sandbox",
+}
+E2B_CANNOT = {
+    "memory": "E2B sizes a sandbox by its template; a memory limit per sandbox is not honoured",
+    "pids": "E2B has no pids limit per sandbox",
 }
 
 
@@ -39,7 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _chosen(config: pytest.Config) -> list[str]:
     names = config.getoption("--provider") or os.environ.get("DEEPGYM_CONFORMANCE",
-                                                                         "docker,local,daytona-standin").split(",")
+                                                                         "docker,local,daytona-standin,e2b-standin").split(",")
     chosen = []
     for name in (n.strip() for n in names if n.strip()):
         chosen += ["docker-attach", "docker-exec"] if name == "docker" else [name]
@@ -109,6 +114,9 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     elif name in ("daytona", "daytona-standin"):
         yield from _daytona_target(name, tmp_path_factory)
         return
+    elif name in ("e2b", "e2b-standin"):
+        yield from _e2b_target(name)
+        return
     else:
         pytest.fail(f"unknown provider {name!r}")
     try:
@@ -117,10 +125,42 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         provider.close()
 
 
-def _daytona_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
-    if importlib.util.find_spec("daytona") is None and importlib.util.find_spec("daytona_sdk") is None:
-        missing = "not run: the daytona extra is not installed (pip install 'deepgym[daytona]')"
+def _needs_sdk(extra: str, *modules: str) -> None:
+    if all(importlib.util.find_spec(module) is None for module in modules):
+        missing = f"not run: the {extra} extra is not installed (pip install 'deepgym[{extra}]')"
         pytest.fail(missing) if _in_ci() else pytest.skip(missing)
+
+
+def _e2b_target(name: str) -> Iterator[Target]:
+    _needs_sdk("e2b", "e2b")
+    from deepgym.images import image_name
+    from deepgym.sandbox.e2b import E2BProvider
+
+    if name == "e2b":
+        if not os.environ.get("E2B_API_KEY"):
+            pytest.skip("not run: E2B_API_KEY is not set (the real E2B service needs an account)")
+        provider = E2BProvider()
+        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, cannot=E2B_CANNOT)
+        provider.close()
+        return
+    sys.path.insert(0, str(ROOT / "tests" / "providers"))
+    from standins.e2b import E2BStandIn, template_images
+
+    standin = E2BStandIn().start()
+    try:
+        template_images(standin, ["base", "coin_change", "prog_max_subarray"])
+        provider = E2BProvider(api_key=standin.api_key, api_url=standin.url, sandbox_url=standin.url)
+        try:
+            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=standin,
+                         cannot=E2B_CANNOT)
+        finally:
+            provider.close()
+    finally:
+        standin.stop()
+
+
+def _daytona_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
+    _needs_sdk("daytona", "daytona", "daytona_sdk")
     from deepgym.images import image_name
     from deepgym.sandbox.daytona import DaytonaProvider
 

@@ -283,13 +283,18 @@ def test_labels_allow_a_leak_sweep(target):
 
 
 def test_an_unreachable_provider_is_a_typed_infrastructure_error(target, monkeypatch, tmp_path):
-    if target.name.startswith("daytona"):
-        from deepgym.sandbox.daytona import DaytonaProvider
-
+    if target.outside is not None:
         with socket.socket() as closed:  # a port nothing listens on
             closed.bind(("127.0.0.1", 0))
-            port = closed.getsockname()[1]
-        provider = DaytonaProvider(api_key="any", api_url=f"http://127.0.0.1:{port}/api", target="us")
+            nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        if target.name.startswith("daytona"):
+            from deepgym.sandbox.daytona import DaytonaProvider
+
+            provider = DaytonaProvider(api_key="any", api_url=f"{nowhere}/api", target="us")
+        else:
+            from deepgym.sandbox.e2b import E2BProvider
+
+            provider = E2BProvider(api_key=target.provider.api_key, api_url=nowhere, sandbox_url=nowhere)
         with pytest.raises(ProviderUnavailable):
             provider.run(target.spec(), target.py("print(1)"), options())
         with pytest.raises(ProviderUnavailable):
