@@ -1,5 +1,5 @@
 """Sandboxes: where untrusted code runs. The interface is in :mod:`deepgym.sandbox.base`; the providers
-(``docker``, ``local``, the remote ``daytona`` and ``e2b``) are imported lazily by :func:`make_provider`, so that
+(``docker``, ``local``, the remote ``daytona`` and ``e2b``, Apple's ``container`` CLI as ``apple``) are imported lazily by :func:`make_provider`, so that
 ``import deepgym`` never loads docker-py or a provider's SDK."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 
-MODES = ("auto", "docker", "local", "daytona", "e2b")
+MODES = ("auto", "docker", "local", "daytona", "e2b", "apple")
 
 
 def make_provider(mode: str, **options: Any) -> Provider:
@@ -38,6 +38,10 @@ def make_provider(mode: str, **options: Any) -> Provider:
         from .e2b import E2BProvider
 
         return E2BProvider(**options)
+    if mode == "apple":
+        from .apple import AppleProvider
+
+        return AppleProvider(**options)
     raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
 
 

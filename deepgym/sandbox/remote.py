@@ -29,7 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from .base import ExecOptions, ExecResult, File, SandboxLost, SandboxSpec, Sandbox
+from .base import ExecOptions, ExecResult, File, Sandbox, SandboxLost, SandboxSpec, StartFailure
 from .docker import FILE_HELPER, FILE_TIMEOUT_S, _file_error
 
 # How much later than the helper's own deadline the provider's exec deadline is: the helper's kill and report.
@@ -144,6 +144,23 @@ print(o["mark"], json.dumps({"exit_code": None if timed_out else (128 - code if 
 '''
 
 
+# Run as root in the sandbox: take every interface but loopback down and check that none is up. For a provider
+# with no network-off setting of its own (Apple's container VMs); the submission holds no CAP_NET_ADMIN to undo it.
+NETWORK_DOWN = r'''
+import fcntl, os, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for name in sorted(os.listdir("/sys/class/net")):
+    if name == "lo":
+        continue
+    request = struct.pack("16sH14x", name.encode(), 0)
+    flags = struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, request))[1]
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", name.encode(), flags & ~1))
+up = [n for n in os.listdir("/sys/class/net")
+      if n != "lo" and int(open("/sys/class/net/%s/flags" % n).read(), 16) & 1]
+print("NETWORK-DOWN", "ok" if not up else "still up: " + " ".join(up))
+'''
+
+
 class Remote(ABC):
     """One sandbox of a provider, as its API offers it. Each method raises the typed sandbox errors only:
     the adapter translates its SDK's exceptions (an exit status is never an exception here)."""
@@ -180,7 +197,8 @@ def parse_report(output: str, mark: str) -> dict | None:
 class RemoteSandbox(Sandbox):
     """A :class:`Sandbox` over a provider's :class:`Remote`; see the module's docstring."""
 
-    def __init__(self, remote: Remote, spec: SandboxSpec, *, python: str = "python3", on_close=None):
+    def __init__(self, remote: Remote, spec: SandboxSpec, *, python: str = "python3", on_close=None,
+                 network_down: bool = False):
         self.remote = remote
         self.id = remote.id
         self.spec = spec
@@ -191,6 +209,11 @@ class RemoteSandbox(Sandbox):
         self.folder = f"/tmp/.deepgym-exec-{os.urandom(8).hex()}"
         # The one folder the exec files cross: root's, mode 0700, made before any untrusted code runs.
         self.remote.shell(f"umask 077 && mkdir {self.folder}", FILE_TIMEOUT_S)
+        if network_down and not spec.network:
+            said = self.remote.shell(" ".join(shlex.quote(p) for p in (python, "-I", "-S", "-c", NETWORK_DOWN)),
+                                     FILE_TIMEOUT_S)
+            if "NETWORK-DOWN ok" not in said:
+                raise StartFailure(f"cannot take sandbox {self.id}'s network down from inside: {said[-300:]!r}")
 
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         from .base import STDERR_TAIL_BYTES

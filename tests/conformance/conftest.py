@@ -1,5 +1,5 @@
 """The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default
-``docker,local,daytona-standin,e2b-standin``) or ``--provider NAME`` (repeatable) chooses the providers; docker
+``docker,local,daytona-standin,e2b-standin,apple-fake``) or ``--provider NAME`` (repeatable) chooses the providers; docker
 runs both ways: ``docker-attach`` (Provider.run's attached main process) and ``docker-exec`` (the generic
 create-and-exec path).
 
@@ -7,7 +7,8 @@ create-and-exec path).
 the providers' APIs in tests/providers/standins (their sandboxes are Docker containers of our images).
 ``daytona`` and ``e2b`` are the real services: each runs when its key (``DAYTONA_API_KEY``, ``E2B_API_KEY``)
 is set and its images are registered, and is reported as not run (a skip) otherwise, never passed. So is a
-provider that is planned but not implemented here.
+provider that is planned but not implemented here. ``apple-fake`` is the apple adapter against a fake
+``container`` CLI that accepts only the real CLI's flags and delegates to docker; ``apple`` runs on macOS only.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ import pytest
 
 from deepgym.sandbox import Provider, SandboxSpec
 
-PLANNED = {"modal": "MODAL_TOKEN_ID", "apple": None}
+PLANNED = {"modal": "MODAL_TOKEN_ID"}
 ROOT = Path(__file__).resolve().parents[2]
 # Limits a provider cannot set per sandbox: the check is an expected failure that says why.
 DAYTONA_CANNOT = {
     "memory": "Daytona sizes a sandbox by its snapshot, in whole GiB; a smaller memory limit is not honoured",
     "pids": "Daytona has no pids limit per sandbox",
+}
+APPLE_CANNOT = {
+    "pids": "Apple's container has no pids limit",
+    "interfaces": "Apple's VM keeps its interface; deepgym takes it down from inside instead",
 }
 E2B_CANNOT = {
     "memory": "E2B sizes a sandbox by its template; a memory limit per sandbox is not honoured",
@@ -44,7 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _chosen(config: pytest.Config) -> list[str]:
     names = config.getoption("--provider") or os.environ.get("DEEPGYM_CONFORMANCE",
-                                                                         "docker,local,daytona-standin,e2b-standin").split(",")
+                                                                         "docker,local,daytona-standin,e2b-standin,apple-fake").split(",")
     chosen = []
     for name in (n.strip() for n in names if n.strip()):
         chosen += ["docker-attach", "docker-exec"] if name == "docker" else [name]
@@ -54,7 +59,7 @@ def _chosen(config: pytest.Config) -> list[str]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" in metafunc.fixturenames:
         params = [pytest.param(name, id=name, marks=[pytest.mark.docker] if name.startswith("docker")
-                               or name.endswith("-standin") else [])
+                               or name.endswith(("-standin", "-fake")) else [])
                   for name in _chosen(metafunc.config)]
         metafunc.parametrize("target", params, indirect=True, scope="module")
 
@@ -114,6 +119,9 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     elif name in ("daytona", "daytona-standin"):
         yield from _daytona_target(name, tmp_path_factory)
         return
+    elif name in ("apple", "apple-fake"):
+        yield from _apple_target(name, tmp_path_factory)
+        return
     elif name in ("e2b", "e2b-standin"):
         yield from _e2b_target(name)
         return
@@ -129,6 +137,33 @@ def _needs_sdk(extra: str, *modules: str) -> None:
     if all(importlib.util.find_spec(module) is None for module in modules):
         missing = f"not run: the {extra} extra is not installed (pip install 'deepgym[{extra}]')"
         pytest.fail(missing) if _in_ci() else pytest.skip(missing)
+
+
+def _apple_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
+    from deepgym.images import build, image_name
+    from deepgym.sandbox.apple import AppleProvider
+
+    if name == "apple":
+        if sys.platform != "darwin":
+            pytest.skip("not run: Apple's container runs only on macOS")
+        provider = AppleProvider()
+        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, cannot=APPLE_CANNOT)
+        provider.close()
+        return
+    sys.path.insert(0, str(ROOT / "tests" / "providers"))
+    from standins.apple import AppleFake
+
+    build(["coin_change", "prog_max_subarray"])
+    fake = AppleFake(scratch.mktemp("apple") / "calls.jsonl")
+    os.environ["FAKE_CONTAINER_LOG"] = str(fake.log)
+    provider = AppleProvider(cli=fake.cli)
+    try:
+        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=fake,
+                     cannot=APPLE_CANNOT)
+    finally:
+        provider.close()
+        fake.stop()
+        os.environ.pop("FAKE_CONTAINER_LOG", None)
 
 
 def _e2b_target(name: str) -> Iterator[Target]:

@@ -187,7 +187,7 @@ def test_a_loop_mode_deepgym_cannot_run_fails_when_verl_builds_the_loop():
                                        hf_model_type=None, dataset_cls=RLHFDataset,
                                        data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
 
-    with pytest.raises(Exception, match="not implemented.*Available modes: auto, docker, local, daytona, e2b"):
+    with pytest.raises(Exception, match="not implemented.*Available modes: auto, docker, local, daytona, e2b, apple"):
         asyncio.run(build())
 
 
