@@ -7,6 +7,8 @@ that ``deepgym images register`` runs its real path against the stand-in.
 
 from __future__ import annotations
 
+import io
+import tarfile
 from pathlib import Path
 
 import docker
@@ -32,3 +34,50 @@ def publish(standin, envs: list[str], manifest: Path) -> Path:
         client.close()
     write_manifest(manifest, pushed)
     return manifest
+
+
+class ContainerBacked:
+    """What every stand-in does with the Docker containers behind its sandboxes: ``self.sandboxes`` maps a
+    sandbox id to a dict with its ``container``; every container carries ``self.label=self.id``."""
+
+    label: str
+    id: str
+    sandboxes: dict[str, dict]
+    docker: docker.DockerClient
+
+    def container(self, sandbox_id: str):
+        return self.docker.containers.get(self.sandboxes[sandbox_id]["container"])
+
+    def remove_from_outside(self, sandbox_id: str) -> None:
+        self.container(sandbox_id).remove(force=True)
+
+    def kill_from_outside(self, sandbox_id: str) -> None:
+        self.container(sandbox_id).kill()
+
+    def gone(self, sandbox_id: str) -> bool:
+        entry = self.sandboxes.get(sandbox_id)
+        if entry is None:
+            return True
+        try:
+            self.docker.containers.get(entry["container"])
+        except docker.errors.NotFound:
+            return True
+        return False
+
+    def live_containers(self) -> int:
+        return len(self.docker.containers.list(filters={"label": f"{self.label}={self.id}"}))
+
+    def remove_all(self) -> None:
+        for container in self.docker.containers.list(all=True, filters={"label": f"{self.label}={self.id}"}):
+            container.remove(force=True)
+        self.docker.close()
+
+    def put(self, container: str, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` in ``container`` (root's, mode 0600). Raises docker.errors.APIError."""
+        folder, _, name = path.rpartition("/")
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            tar.addfile(info, io.BytesIO(data))
+        self.docker.api.put_archive(container, folder or "/", archive.getvalue())

@@ -20,9 +20,7 @@ test registered, each standing for a local image (Daytona would pull the referen
 from __future__ import annotations
 
 import asyncio
-import io
 import json
-import tarfile
 import threading
 import time
 import uuid
@@ -32,6 +30,8 @@ from dataclasses import dataclass, field
 
 import docker
 from aiohttp import web
+
+from . import ContainerBacked
 
 STANDIN_LABEL = "deepgym.test.daytona-standin"
 
@@ -50,11 +50,12 @@ class Faults:
         self.statuses[route].extend(statuses)
 
 
-class DaytonaStandIn:
+class DaytonaStandIn(ContainerBacked):
     """Start with :meth:`start`, stop with :meth:`stop` (which removes every container it made)."""
 
     def __init__(self, api_key: str = "standin-key"):
         self.api_key = api_key
+        self.label = STANDIN_LABEL
         self.faults = Faults()
         self.registry: dict[str, str] = {}
         self.sandboxes: dict[str, dict] = {}
@@ -99,38 +100,14 @@ class DaytonaStandIn:
     def stop(self) -> None:
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        for container in self.docker.containers.list(all=True, filters={"label": f"{STANDIN_LABEL}={self.id}"}):
-            container.remove(force=True)
         self._pool.shutdown(wait=False)
-        self.docker.close()
+        self.remove_all()
 
     # ------------------------------------------------------------------ helpers for tests
-    def container(self, sandbox_id: str):
-        return self.docker.containers.get(self.sandboxes[sandbox_id]["container"])
-
-    def remove_from_outside(self, sandbox_id: str) -> None:
-        self.container(sandbox_id).remove(force=True)
-
     def delete_from_outside(self, sandbox_id: str) -> None:
         """As a user deleting it in Daytona's dashboard: the API says it is gone."""
         self.sandboxes[sandbox_id]["state"] = "destroyed"
         self.remove_from_outside(sandbox_id)
-
-    def kill_from_outside(self, sandbox_id: str) -> None:
-        self.container(sandbox_id).kill()
-
-    def gone(self, sandbox_id: str) -> bool:
-        entry = self.sandboxes.get(sandbox_id)
-        if entry is None or entry["state"] == "destroyed":
-            try:
-                self.docker.containers.get(entry["container"]) if entry else None
-            except docker.errors.NotFound:
-                return True
-            return entry is None
-        return False
-
-    def live_containers(self) -> int:
-        return len(self.docker.containers.list(filters={"label": f"{STANDIN_LABEL}={self.id}"}))
 
     # ------------------------------------------------------------------ the API
     @web.middleware
@@ -314,16 +291,11 @@ class DaytonaStandIn:
         return web.json_response({})
 
     def _put(self, container: str, path: str, data: bytes) -> bool:
-        folder, _, name = path.rpartition("/")
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o600
-            tar.addfile(info, io.BytesIO(data))
         try:
-            return self.docker.api.put_archive(container, folder or "/", archive.getvalue())
+            self.put(container, path, data)
         except docker.errors.APIError:
             return False
+        return True
 
 
 def _now() -> str:

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
-import tarfile
 import threading
 import time
 import uuid
@@ -39,6 +37,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from . import ContainerBacked
 
 STANDIN_LABEL = "deepgym.test.e2b-standin"
 ENVD_VERSION = "0.6.10"
@@ -59,11 +59,12 @@ class Faults:
         self.statuses[route].extend(statuses)
 
 
-class E2BStandIn:
+class E2BStandIn(ContainerBacked):
     """Start with :meth:`start`, stop with :meth:`stop` (which removes every container it made)."""
 
     def __init__(self, api_key: str = "e2b_" + "0" * 40):
         self.api_key = api_key
+        self.label = STANDIN_LABEL
         self.faults = Faults()
         self.templates: dict[str, str] = {}
         self.sandboxes: dict[str, dict] = {}
@@ -104,33 +105,9 @@ class E2BStandIn:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(10)
-        for container in self.docker.containers.list(all=True, filters={"label": f"{STANDIN_LABEL}={self.id}"}):
-            container.remove(force=True)
-        self.docker.close()
+        self.remove_all()
 
     # ------------------------------------------------------------------ helpers for tests
-    def container(self, sandbox_id: str):
-        return self.docker.containers.get(self.sandboxes[sandbox_id]["container"])
-
-    def remove_from_outside(self, sandbox_id: str) -> None:
-        self.container(sandbox_id).remove(force=True)
-
-    def kill_from_outside(self, sandbox_id: str) -> None:
-        self.container(sandbox_id).kill()
-
-    def gone(self, sandbox_id: str) -> bool:
-        entry = self.sandboxes.get(sandbox_id)
-        if entry is None:
-            return True
-        try:
-            self.docker.containers.get(entry["container"])
-        except docker.errors.NotFound:
-            return True
-        return False
-
-    def live_containers(self) -> int:
-        return len(self.docker.containers.list(filters={"label": f"{STANDIN_LABEL}={self.id}"}))
-
     def running(self, entry: dict) -> bool:
         try:
             return self.docker.api.inspect_container(entry["container"])["State"]["Running"]
@@ -236,18 +213,8 @@ class E2BStandIn:
         path = request.query_params["path"]
         async with request.form() as form:
             data = await form["file"].read()
-        await asyncio.to_thread(self._put, entry["container"], path, data)
+        await asyncio.to_thread(self.put, entry["container"], path, data)
         return JSONResponse([{"name": path.rpartition("/")[2], "path": path, "type": "file"}])
-
-    def _put(self, container: str, path: str, data: bytes) -> None:
-        folder, _, name = path.rpartition("/")
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o600
-            tar.addfile(info, io.BytesIO(data))
-        self.docker.api.put_archive(container, folder or "/", archive.getvalue())
-
 
 class _Process(process_connect.Process):
     """envd's Process service: Start only (what ``commands.run`` uses)."""
