@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("daytona", reason="the daytona extra is not installed (pip install 'deepgym[daytona]')")
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standins import publish  # noqa: E402
+from standins import publish, require  # noqa: E402
+
+require("daytona", "daytona")
 from standins.daytona import DaytonaStandIn  # noqa: E402
 
 from deepgym import DeepGym, NoVerdictError  # noqa: E402

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("e2b", reason="the e2b extra is not installed (pip install 'deepgym[e2b]')")
-pytest.importorskip("uvicorn", reason="the E2B stand-in serves its ASGI app with uvicorn")
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from standins import require  # noqa: E402
+
+require("e2b", "e2b")
+require("uvicorn", "verl")  # the E2B stand-in serves its ASGI app with uvicorn (the verl extra has it)
 from standins.e2b import E2BStandIn, template_images  # noqa: E402
 
 from deepgym import DeepGym, NoVerdictError  # noqa: E402
