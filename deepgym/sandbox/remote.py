@@ -29,7 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from .base import ExecOptions, ExecResult, File, Sandbox, SandboxLost, SandboxSpec, StartFailure
+from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Sandbox, SandboxLost, SandboxSpec, StartFailure
 from .docker import FILE_HELPER, FILE_TIMEOUT_S, _file_error
 
 # How much later than the helper's own deadline the provider's exec deadline is: the helper's kill and report.
@@ -208,16 +208,17 @@ class RemoteSandbox(Sandbox):
         self._lock = threading.Lock()
         self.folder = f"/tmp/.deepgym-exec-{os.urandom(8).hex()}"
         # The one folder the exec files cross: root's, mode 0700, made before any untrusted code runs.
-        self.remote.shell(f"umask 077 && mkdir {self.folder}", FILE_TIMEOUT_S)
-        if network_down and not spec.network:
-            said = self.remote.shell(" ".join(shlex.quote(p) for p in (python, "-I", "-S", "-c", NETWORK_DOWN)),
-                                     FILE_TIMEOUT_S)
-            if "NETWORK-DOWN ok" not in said:
-                raise StartFailure(f"cannot take sandbox {self.id}'s network down from inside: {said[-300:]!r}")
+        try:
+            self.remote.shell(f"umask 077 && mkdir {self.folder}", FILE_TIMEOUT_S)
+            if network_down and not spec.network:
+                said = self.remote.shell(" ".join(shlex.quote(p) for p in (python, "-I", "-S", "-c", NETWORK_DOWN)),
+                                         FILE_TIMEOUT_S)
+                if "NETWORK-DOWN ok" not in said:
+                    raise StartFailure(f"cannot take sandbox {self.id}'s network down from inside: {said[-300:]!r}")
+        except SandboxLost as exc:  # before anything ran, a sandbox lost is one that never started
+            raise StartFailure(exc.reason) from None
 
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
-        from .base import STDERR_TAIL_BYTES
-
         if self._closed:
             raise SandboxLost(f"sandbox {self.id} is closed")
         started = time.monotonic()
