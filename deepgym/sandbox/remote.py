@@ -161,6 +161,13 @@ print("NETWORK-DOWN", "ok" if not up else "still up: " + " ".join(up))
 '''
 
 
+# A provider's sandbox has a writable root, where Debian leaves /var/tmp and /run/lock writable by everyone;
+# a submission could leave files there for a later command of a session. After this, as in docker mode, the
+# only places it can write are /tmp, /dev/shm and /dev/mqueue.
+CLOSE_SHARED_DIRS = ('for d in /var/tmp /run/lock; do if [ -d "$d" ] && [ ! -L "$d" ]; then chmod o-w "$d"; fi; '
+                     'done')
+
+
 class Remote(ABC):
     """One sandbox of a provider, as its API offers it. Each method raises the typed sandbox errors only:
     the adapter translates its SDK's exceptions (an exit status is never an exception here)."""
@@ -209,7 +216,7 @@ class RemoteSandbox(Sandbox):
         self.folder = f"/tmp/.deepgym-exec-{os.urandom(8).hex()}"
         # The one folder the exec files cross: root's, mode 0700, made before any untrusted code runs.
         try:
-            self.remote.shell(f"umask 077 && mkdir {self.folder}", FILE_TIMEOUT_S)
+            self.remote.shell(f"umask 077 && mkdir {self.folder} && {CLOSE_SHARED_DIRS}", FILE_TIMEOUT_S)
             if network_down and not spec.network:
                 said = self.remote.shell(" ".join(shlex.quote(p) for p in (python, "-I", "-S", "-c", NETWORK_DOWN)),
                                          FILE_TIMEOUT_S)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from standins import hostile_attacks  # noqa: E402
 from standins.apple import AppleFake  # noqa: E402
 
 from deepgym import DeepGym, NoVerdictError  # noqa: E402
@@ -73,3 +74,10 @@ def test_no_cli_is_every_samples_reason(monkeypatch, tmp_path):
         with pytest.raises(NoVerdictError) as caught:
             gym.run("coin_change", fenced(REFERENCE))
     assert caught.value.error_type == "daemon_unavailable" and "macOS" in caught.value.reason
+
+
+@pytest.mark.parametrize("attack", hostile_attacks(), ids=lambda attack: attack.id)
+def test_hostile_single_turn_cases_get_their_verdict(fake, attack):
+    with DeepGym(mode="apple") as gym:
+        outcome = gym.judge(attack.env, attack.response)
+    assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standins import publish, require  # noqa: E402
+from standins import hostile_attacks, publish, require  # noqa: E402
 
 require("daytona", "daytona")
 from standins.daytona import DaytonaStandIn  # noqa: E402
@@ -337,3 +337,9 @@ def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
     right, wrong = score(fenced(REFERENCE)), score(fenced(WRONG))
     assert (right["score"], wrong["score"]) == (1.0, 0.0)
     assert creates() == before + 2, "both were judged through Daytona"
+
+
+@pytest.mark.parametrize("attack", hostile_attacks(), ids=lambda attack: attack.id)
+def test_hostile_single_turn_cases_get_their_verdict(gym, attack):
+    outcome = gym.judge(attack.env, attack.response)
+    assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standins import require  # noqa: E402
+from standins import hostile_attacks, require  # noqa: E402
 
 require("e2b", "e2b")
 require("uvicorn", "verl")  # the E2B stand-in serves its ASGI app with uvicorn (the verl extra has it)
@@ -211,3 +211,9 @@ def test_standin_responses_validate_against_the_sdks_models(provider, standin):
     with provider.create(spec(provider)) as box:
         models.ListedSandbox.from_dict(standin._listed(standin.sandboxes[box.id]))
         models.SandboxDetail.from_dict(standin._listed(standin.sandboxes[box.id]))
+
+
+@pytest.mark.parametrize("attack", hostile_attacks(), ids=lambda attack: attack.id)
+def test_hostile_single_turn_cases_get_their_verdict(gym, attack):
+    outcome = gym.judge(attack.env, attack.response)
+    assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()

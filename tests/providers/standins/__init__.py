@@ -19,6 +19,7 @@ from deepgym.images import build, content_hash, image_name
 from deepgym.pushed import PushedImage, write_manifest
 
 STANDIN_REGISTRY = "registry.standin.invalid"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def require(module: str, extra: str) -> None:
@@ -95,3 +96,20 @@ class ContainerBacked:
             info.size, info.mode = len(data), 0o600
             tar.addfile(info, io.BytesIO(data))
         self.docker.api.put_archive(container, folder or "/", archive.getvalue())
+
+
+HOSTILE_CATEGORIES = ("secrets", "signals", "privileges", "network", "exits", "filesystem")
+
+
+def hostile_attacks(env: str = "coin_change") -> list:
+    """A subset of the single-turn hostile suite (tests/hostile/attacks.py) for one environment: the attacks on
+    secrets, signals, privileges, the network, exits and the file system that are neither slow nor known
+    breaches."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location("provider_attacks", ROOT / "tests" / "hostile" / "attacks.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return [attack for attack in module.ATTACKS if attack.env == env and attack.category in HOSTILE_CATEGORIES
+            and not attack.slow and not attack.known_breach and not attack.then_reference]
