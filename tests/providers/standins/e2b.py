@@ -90,8 +90,10 @@ class E2BStandIn(ContainerBacked):
                 return await envd(scope, receive, send)
             return await rest(scope, receive, send)
 
+        # Keep idle connections open as E2B's edge does: with uvicorn's 5 s default, a pooled connection the server
+        # is just closing meets the client's next request as "connection reset".
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                     lifespan="off"))
+                                                     lifespan="off", timeout_keep_alive=600))
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="e2b-standin")
         self._thread.start()
         deadline = time.monotonic() + 10
