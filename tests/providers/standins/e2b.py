@@ -86,14 +86,20 @@ class E2BStandIn(ContainerBacked):
         envd = process_connect.ProcessASGIApplication(_Process(self), codecs=[ENVD_JSON_CODEC])
 
         async def app(scope, receive, send):
-            if scope["type"] == "http" and scope["path"].startswith("/process.Process/"):
-                return await envd(scope, receive, send)
-            return await rest(scope, receive, send)
+            # Every response closes its connection: a pooled connection that uvicorn is closing (idle, or after a
+            # stream that ended in an error) would meet the client's next request as "connection reset", a fault
+            # of this stand-in rather than one the tests mean to inject.
+            async def closing(message):
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+                await send(message)
 
-        # Keep idle connections open as E2B's edge does: with uvicorn's 5 s default, a pooled connection the server
-        # is just closing meets the client's next request as "connection reset".
+            if scope["type"] == "http" and scope["path"].startswith("/process.Process/"):
+                return await envd(scope, receive, closing)
+            return await rest(scope, receive, closing)
+
         self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                                     lifespan="off", timeout_keep_alive=600))
+                                                     lifespan="off"))
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="e2b-standin")
         self._thread.start()
         deadline = time.monotonic() + 10
