@@ -75,6 +75,14 @@ def gym(standin, monkeypatch):
         yield made
 
 
+def wait_for_a_sandbox_of(standin, run_id: str, within_s: float = 30.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not any(box["labels"].get(LABEL) == run_id and box["state"] == "started"
+                  for box in list(standin.sandboxes.values())):
+        assert time.monotonic() < deadline, "the stand-in never finished the create"
+        time.sleep(0.1)
+
+
 def spec(provider, **fields):
     from deepgym.sandbox import SandboxSpec
 
@@ -288,7 +296,7 @@ def test_row_slow_create_past_the_timeout_is_start_failure_and_leaks_nothing(sta
     finally:
         provider.close()
     standin.faults.create_delay_s = 0.0
-    time.sleep(2.5)  # the stand-in finishes the create the client gave up on
+    wait_for_a_sandbox_of(standin, provider.run_id)  # the stand-in finishes the create the client gave up on
     assert provider.sweep({LABEL: provider.run_id}) == 1, "the half-made sandbox is found by its label"
     assert standin.live_containers() == 0
 

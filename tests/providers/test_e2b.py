@@ -194,7 +194,10 @@ def test_row_slow_create_past_the_request_timeout_is_start_failure_and_leaks_not
     with pytest.raises(StartFailure, match="in time"):
         provider.create(spec(provider))
     standin.faults.create_delay_s = 0.0
-    time.sleep(3.0)  # the stand-in finishes the create the client gave up on
+    deadline = time.monotonic() + 30  # the stand-in finishes the create the client gave up on
+    while not any(box["metadata"].get(LABEL) == provider.run_id for box in list(standin.sandboxes.values())):
+        assert time.monotonic() < deadline, "the stand-in never finished the create"
+        time.sleep(0.1)
     assert provider.sweep({LABEL: provider.run_id}) == 1, "the half-made sandbox is found by its metadata"
     assert standin.live_containers() == 0
 
