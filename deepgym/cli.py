@@ -17,6 +17,7 @@ from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundEr
                      ManifestError)
 from .integrations.verl_cli import add_verl_commands
 from .pushed import DEFAULT_MANIFEST
+from .registration import REGISTERING_PROVIDERS
 from .runner.protocol import ENVIRONMENT_KINDS
 from .sandbox import MODES
 
@@ -119,16 +120,27 @@ def cmd_images_push(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from .sandbox import ProviderUnavailable
-    from .sandbox.docker import DockerProvider
+    from .sandbox import ProviderUnavailable, make_provider
 
+    provider = make_provider(args.provider)
     try:
-        removed = DockerProvider().sweep({})
+        removed = provider.sweep({})
     except ProviderUnavailable as exc:
-        raise EngineUnavailableError(f"cannot remove deepgym's containers: {exc.reason}. Fix: start the Docker "
-                                     f"engine (scripts/install-docker-engine.sh on Debian) or point DOCKER_HOST "
-                                     f"at it") from None
-    print(f"removed {removed} deepgym container(s)")
+        fix = ("start the Docker engine (scripts/install-docker-engine.sh on Debian) or point DOCKER_HOST at it"
+               if args.provider == "docker" else f"check the {args.provider} credentials and API address")
+        what = "containers" if args.provider == "docker" else f"{args.provider} sandboxes"
+        raise EngineUnavailableError(f"cannot remove deepgym's {what}: {exc.reason}. Fix: {fix}") from None
+    finally:
+        provider.close()
+    print(f"removed {removed} deepgym {'container' if args.provider == 'docker' else args.provider + ' sandbox'}(s)")
+    return EXIT_OK
+
+
+def cmd_images_register(args: argparse.Namespace) -> int:
+    from .registration import register
+
+    for env, name, created in register(args.provider, args.environments, args.manifest):
+        print(f"{env}: {name} {'registered' if created else 'already registered'}")
     return EXIT_OK
 
 
@@ -222,8 +234,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE",
                    help=f"the pushed-images manifest to write, merged with what it lists (default: {DEFAULT_MANIFEST})")
     p.set_defaults(func=cmd_images_push)
+    p = images.add_parser("register", help="make a provider's snapshot of each pushed image, named by its content "
+                                           "hash (idempotent)")
+    p.add_argument("provider", choices=REGISTERING_PROVIDERS)
+    p.add_argument("environments", nargs="+", metavar="ENV")
+    p.add_argument("--manifest", default=DEFAULT_MANIFEST, help="the manifest `deepgym images push` wrote "
+                                                                f"(default: {DEFAULT_MANIFEST})")
+    p.set_defaults(func=cmd_images_register)
 
-    p = sub.add_parser("cleanup", help="remove every container deepgym created, on this engine")
+    p = sub.add_parser("cleanup", help="remove every sandbox deepgym created, on this engine or provider account")
+    p.add_argument("--provider", default="docker", choices=["docker", "daytona", "e2b", "apple"],
+                   help="sweep this provider by deepgym's labels (default: docker)")
     p.set_defaults(func=cmd_cleanup)
 
     p = sub.add_parser("check", help="prove environments judge correctly: reference, known-wrong, empty and stub "

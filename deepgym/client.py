@@ -57,9 +57,10 @@ class DeepGym:
     """Scores model responses in an environment's verifier image.
 
     Args:
-        mode: ``docker`` (a fresh locked-down container per sample), ``auto`` (docker: deepgym never falls back
-            to an unisolated mode by itself), or ``local`` (no isolation, for developing environments; needs
-            ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
+        mode: ``docker`` (a fresh locked-down container per sample), ``daytona`` (a fresh Daytona sandbox of
+            the same image, docs/providers.md), ``auto`` (docker when an engine answers, else the one remote
+            provider whose credentials are set; never unisolated), or ``local`` (no isolation, for developing
+            environments; needs ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
         max_parallel: samples judged at once by ``run_batch`` (default: the CPU count, at least 2; beyond it
             latency grows without more throughput, see benchmarks/throughput.py).
         max_sandboxes: how many sandboxes may run at once on this host, counted across every deepgym process

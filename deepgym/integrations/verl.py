@@ -52,7 +52,7 @@ __all__ = ["PLANNED_MODES", "REWARD_KEYS", "VerlNoVerdictError", "agent_loop_con
 log = logging.getLogger("deepgym.verl")
 
 # Sandbox providers that deepgym will run on but does not yet: asking for one is a clear error, not a fallback.
-PLANNED_MODES = ("daytona", "e2b", "modal", "apple")
+PLANNED_MODES = ("modal",)
 REWARD_KEYS = ("score", "passed", "error", "error_type")
 AGENT_LOOP_NAME = "deepgym_single_turn"
 # The multi-turn loop for session environments (deepgym.integrations.verl_tool) and its tool's default name.

@@ -1,6 +1,6 @@
 """Sandboxes: where untrusted code runs. The interface is in :mod:`deepgym.sandbox.base`; the providers
-(``docker``, ``local``, and later the remote ones) are imported lazily by :func:`make_provider`, so that
-``import deepgym`` never loads docker-py."""
+(``docker``, ``local``, the remote ``daytona`` and ``e2b``, Apple's ``container`` CLI as ``apple``) are imported lazily by :func:`make_provider`, so that
+``import deepgym`` never loads docker-py or a provider's SDK."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ from typing import Any
 from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 
-MODES = ("auto", "docker", "local")
+MODES = ("auto", "docker", "local", "daytona", "e2b", "apple")
 
 
 def make_provider(mode: str, **options: Any) -> Provider:
-    """The provider for ``mode``. ``auto`` is docker: it is the only isolating provider on one host, and when
-    no engine answers every sample says so (``daemon_unavailable``) instead of silently running unconfined.
-    ``options`` go to the provider's constructor (``max_parallel``; docker: ``attach``, ``docker_host``;
-    local: ``allow_local``)."""
-    if mode in ("auto", "docker"):
+    """The provider for ``mode``. ``auto`` picks docker when an engine answers, else the one remote provider
+    whose credentials are set, else docker anyway, so that every sample says why it cannot run
+    (``daemon_unavailable``); it never picks ``local`` (see :mod:`deepgym.sandbox.auto`). ``options`` go to the
+    provider's constructor (``max_parallel``; docker: ``attach``, ``docker_host``, which also makes ``auto``
+    docker; local: ``allow_local``; daytona and e2b: see :class:`~deepgym.sandbox.daytona.DaytonaProvider`,
+    :class:`~deepgym.sandbox.e2b.E2BProvider`)."""
+    if mode == "auto":
+        from .auto import choose_mode
+
+        mode = "docker" if options.get("docker_host") else choose_mode()
+    if mode == "docker":
         from .docker import DockerProvider
 
         return DockerProvider(**options)
@@ -25,6 +31,18 @@ def make_provider(mode: str, **options: Any) -> Provider:
         from .local import LocalProvider
 
         return LocalProvider(**options)
+    if mode == "daytona":
+        from .daytona import DaytonaProvider
+
+        return DaytonaProvider(**options)
+    if mode == "e2b":
+        from .e2b import E2BProvider
+
+        return E2BProvider(**options)
+    if mode == "apple":
+        from .apple import AppleProvider
+
+        return AppleProvider(**options)
     raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
 
 

@@ -9,6 +9,7 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -125,6 +126,7 @@ def udp():
 def dns():
     socket.getaddrinfo('example.com', 80)
 found = {'interfaces': sorted(os.listdir('/sys/class/net'))}
+found['up'] = [n for n in found['interfaces'] if int(open('/sys/class/net/%s/flags' % n).read(), 16) & 1]
 for name, probe in [('tcp', tcp), ('udp', udp), ('dns', dns)]:
     try:
         probe()
@@ -138,11 +140,14 @@ print(json.dumps(found))
 def test_no_network(target):
     target.only_isolated("no network: its commands use the host's interfaces, routes and resolver")
     found = json.loads(target.provider.run(target.spec(), target.py(NETWORK), options()).stdout)
-    assert found["interfaces"] == ["lo"] and "open" not in (found["tcp"], found["udp"], found["dns"]), found
+    assert found["up"] == ["lo"] and "open" not in (found["tcp"], found["udp"], found["dns"]), found
+    target.only_if_settable("interfaces")
+    assert found["interfaces"] == ["lo"], found
 
 
 def test_the_memory_limit_holds(target):
     target.only_isolated("a memory limit of the sandbox (the runner limits its submissions per process only)")
+    target.only_if_settable("memory")
     code = "x = bytearray(256 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint('allocated')"
     result = target.provider.run(target.spec(memory_mb=96), target.py(code), options())
     assert result.exit_code not in (0, None) and b"allocated" not in result.stdout
@@ -150,6 +155,7 @@ def test_the_memory_limit_holds(target):
 
 def test_the_pids_limit_holds(target):
     target.only_isolated("a pids limit of the sandbox (the runner limits its submissions per process only)")
+    target.only_if_settable("pids")
     code = ("import os, time\nmade = 0\nfor _ in range(64):\n    try:\n        pid = os.fork()\n    except OSError:\n"
             "        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n    made += 1\nprint(made)")
     result = target.provider.run(target.spec(pids=16), target.py(code), options())
@@ -213,7 +219,9 @@ def test_coin_change_is_judged_right_wrong_and_looping(target, answer):
 
 
 def _remove_from_outside(target, box) -> None:
-    if target.name == "local":
+    if target.outside is not None:
+        target.outside.remove_from_outside(box.id)
+    elif target.name == "local":
         shutil.rmtree(box.root)
     else:
         subprocess.run([*target.cli, "rm", "-f", box.id], check=True, capture_output=True)
@@ -222,6 +230,8 @@ def _remove_from_outside(target, box) -> None:
 def _kill_from_outside(target, box) -> None:
     if target.name == "local":
         pytest.xfail("local cannot tell a command killed from outside from one that died of SIGKILL itself")
+    if target.outside is not None:
+        return target.outside.kill_from_outside(box.id)
     subprocess.run([*target.cli, "kill", box.id], check=True, capture_output=True)
 
 
@@ -252,6 +262,8 @@ def test_an_attached_run_removed_mid_run_is_a_typed_infrastructure_error(target)
 
 
 def _gone(target, box) -> bool:
+    if target.outside is not None:
+        return target.outside.gone(box.id)
     if target.name == "local":
         return not box.root.exists()
     return subprocess.run([*target.cli, "inspect", box.id], capture_output=True).returncode != 0
@@ -293,6 +305,28 @@ def test_labels_allow_a_leak_sweep(target):
 
 
 def test_an_unreachable_provider_is_a_typed_infrastructure_error(target, monkeypatch, tmp_path):
+    if target.outside is not None:
+        with socket.socket() as closed:  # a port nothing listens on
+            closed.bind(("127.0.0.1", 0))
+            nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        if target.name.startswith("apple"):
+            from deepgym.sandbox.apple import AppleProvider
+
+            provider = AppleProvider(cli=str(tmp_path / "no-container-cli"))
+        elif target.name.startswith("daytona"):
+            from deepgym.sandbox.daytona import DaytonaProvider
+
+            provider = DaytonaProvider(api_key="any", api_url=f"{nowhere}/api", target="us")
+        else:
+            from deepgym.sandbox.e2b import E2BProvider
+
+            provider = E2BProvider(api_key=target.provider.api_key, api_url=nowhere, sandbox_url=nowhere)
+        with pytest.raises(ProviderUnavailable):
+            provider.run(target.spec(), target.py("print(1)"), options())
+        with pytest.raises(ProviderUnavailable):
+            provider.sweep({})
+        provider.close()
+        return
     if not target.name.startswith("docker"):
         pytest.skip(f"{target.name} has no engine or API to lose")
     from deepgym.sandbox.docker import DockerProvider

@@ -25,8 +25,11 @@ def key(name):
 
 for module in sys.argv[1:]:
     importlib.import_module(module)
-owners = metadata.packages_distributions()
-imported = {key(d) for name in list(sys.modules) for d in owners.get(name.split(".")[0], [])}
+# By file, not by top-level name: a namespace package (opentelemetry) is shared by many distributions, and
+# importing one of them must not count the others that happen to be installed (daytona brings several).
+owner_of = {str(dist.locate_file(f)): key(dist.metadata["Name"]) for dist in metadata.distributions()
+            for f in dist.files or []}
+imported = {owner_of[m.__file__] for m in list(sys.modules.values()) if getattr(m, "__file__", None) in owner_of}
 
 def closure(requirement, extras):
     seen, todo = set(), [(requirement, frozenset(extras))]

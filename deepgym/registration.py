@@ -1,0 +1,80 @@
+"""Names of environment images registered with a remote provider (a Daytona snapshot, an E2B template, a Modal
+image), and ``deepgym images register``.
+
+A registered image is named by the environment's content hash, ``deepgym-<env>-<hash>``, so registering is
+idempotent (a name that exists already holds the same files) and a stale one cannot be picked up: after the
+environment's files change, the current name simply does not exist yet and every sample says how to register
+it. Registration reads the digest-pinned references of ``deepgym images push``'s manifest, never a tag.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigurationError
+from .images import BASE, content_hash
+from .pushed import DEFAULT_MANIFEST, read_manifest
+
+REGISTERING_PROVIDERS = ("daytona",)
+_IMAGE_NAME = re.compile(r"(?:.*/)?deepgym-(?P<env>[A-Za-z0-9_.-]+?)(?::[^/@:]+)?(?:@sha256:[0-9a-f]{64})?")
+
+
+def environment_of(ref: str) -> str:
+    """The environment (or ``base``) an image reference of deepgym's names: ``[registry/]deepgym-<env>:<tag>``."""
+    found = _IMAGE_NAME.fullmatch(ref)
+    if found is None:
+        raise ConfigurationError(f"{ref!r} is not a deepgym image name ([registry/]deepgym-<environment>:<tag>)")
+    return found["env"]
+
+
+def registered_name(env_id: str) -> str:
+    """The provider-side name of ``env_id``'s image: its content hash makes it unique and idempotent."""
+    return f"deepgym-{env_id.replace('_', '-')}-{content_hash(env_id)}"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What a registered image asks of the provider per sandbox, in the provider's coarse units."""
+
+    cpus: int
+    memory_gib: int
+    disk_gib: int = 3
+
+
+def resources_for(env_id: str) -> Resources:
+    """Whole CPUs and GiB covering the environment's limits plus the runner's margin."""
+    from .judging import RUNNER_MEMORY_MB
+
+    if env_id == BASE:
+        return Resources(cpus=1, memory_gib=1)
+    from .environments import load_environment
+
+    limits = load_environment(env_id).limits
+    return Resources(cpus=max(1, math.ceil(limits.cpus)),
+                     memory_gib=max(1, math.ceil((limits.memory_mb + RUNNER_MEMORY_MB) / 1024)))
+
+
+def register(provider_name: str, env_ids: list[str], manifest: str | Path = DEFAULT_MANIFEST, *,
+             provider=None) -> list[tuple[str, str, bool]]:
+    """Register each environment's pushed image with ``provider_name``. Returns (environment, registered name,
+    created) per environment; ``created`` is False when it was registered already."""
+    if provider_name not in REGISTERING_PROVIDERS:
+        raise ConfigurationError(f"`images register` knows {', '.join(REGISTERING_PROVIDERS)}, not {provider_name!r}")
+    pushed = read_manifest(manifest)
+    missing = [env for env in env_ids if env not in pushed]
+    if missing:
+        raise ConfigurationError(f"{manifest} has no pushed image for {', '.join(missing)}; push it first with "
+                                 f"`deepgym images push --registry R {' '.join(missing)}`")
+    if provider is None:
+        from .sandbox import make_provider
+
+        provider = make_provider(provider_name)
+    try:
+        return [(env, registered_name(env), provider.register_image(registered_name(env), pushed[env].ref,
+                                                                    resources_for(env)))
+                for env in env_ids]
+    finally:
+        provider.close()

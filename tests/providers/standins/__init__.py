@@ -1,0 +1,115 @@
+"""Test doubles of the providers' APIs (see each module's docstring), and how a test gives one our images.
+
+A stand-in's "registry" maps digest-pinned references to local images: :func:`publish` writes a pushed-images
+manifest (deepgym.pushed, as ``deepgym images push`` would) whose references stand for the local images, so
+that ``deepgym images register`` runs its real path against the stand-in.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import docker
+
+from deepgym.images import build, content_hash, image_name
+from deepgym.pushed import PushedImage, write_manifest
+
+STANDIN_REGISTRY = "registry.standin.invalid"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def require(module: str, extra: str) -> None:
+    """Skip the calling test module when ``module`` is not installed; under CI=true fail instead: CI installs
+    the extras (scripts/test.sh), so a skip there would hide a provider that was never tested."""
+    import pytest
+
+    if importlib.util.find_spec(module) is None:
+        reason = f"{module} is not installed (pip install 'deepgym[{extra}]')"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            raise RuntimeError(f"{reason}: under CI=true the provider tests must run, not skip")
+        pytest.skip(reason, allow_module_level=True)
+
+
+def publish(standin, envs: list[str], manifest: Path) -> Path:
+    """Build ``envs`` (and base), and stand each local image in for a pushed one: the manifest names
+    ``registry.standin.invalid/deepgym-<env>@sha256:<the local image id>`` and the stand-in resolves it."""
+    build([env for env in envs if env != "base"])
+    client = docker.from_env()
+    pushed = {}
+    try:
+        for env in envs:
+            image_id = client.images.get(image_name(env)).id
+            pushed[env] = PushedImage(f"{STANDIN_REGISTRY}/deepgym-{env}", content_hash(env), image_id)
+            standin.registry[pushed[env].ref] = image_id
+    finally:
+        client.close()
+    write_manifest(manifest, pushed)
+    return manifest
+
+
+class ContainerBacked:
+    """What every stand-in does with the Docker containers behind its sandboxes: ``self.sandboxes`` maps a
+    sandbox id to a dict with its ``container``; every container carries ``self.label=self.id``."""
+
+    label: str
+    id: str
+    sandboxes: dict[str, dict]
+    docker: docker.DockerClient
+
+    def container(self, sandbox_id: str):
+        return self.docker.containers.get(self.sandboxes[sandbox_id]["container"])
+
+    def remove_from_outside(self, sandbox_id: str) -> None:
+        self.container(sandbox_id).remove(force=True)
+
+    def kill_from_outside(self, sandbox_id: str) -> None:
+        self.container(sandbox_id).kill()
+
+    def gone(self, sandbox_id: str) -> bool:
+        entry = self.sandboxes.get(sandbox_id)
+        if entry is None:
+            return True
+        try:
+            self.docker.containers.get(entry["container"])
+        except docker.errors.NotFound:
+            return True
+        return False
+
+    def live_containers(self) -> int:
+        return len(self.docker.containers.list(filters={"label": f"{self.label}={self.id}"}))
+
+    def remove_all(self) -> None:
+        for container in self.docker.containers.list(all=True, filters={"label": f"{self.label}={self.id}"}):
+            container.remove(force=True)
+        self.docker.close()
+
+    def put(self, container: str, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path`` in ``container`` (root's, mode 0600). Raises docker.errors.APIError."""
+        folder, _, name = path.rpartition("/")
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            tar.addfile(info, io.BytesIO(data))
+        self.docker.api.put_archive(container, folder or "/", archive.getvalue())
+
+
+HOSTILE_CATEGORIES = ("secrets", "signals", "privileges", "network", "exits", "filesystem")
+
+
+def hostile_attacks(env: str = "coin_change") -> list:
+    """A subset of the single-turn hostile suite (tests/hostile/attacks.py) for one environment: the attacks on
+    secrets, signals, privileges, the network, exits and the file system that are neither slow nor known
+    breaches."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location("provider_attacks", ROOT / "tests" / "hostile" / "attacks.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return [attack for attack in module.ATTACKS if attack.env == env and attack.category in HOSTILE_CATEGORIES
+            and not attack.slow and not attack.known_breach and not attack.then_reference]
