@@ -87,18 +87,18 @@ def cmd_run_batch(args: argparse.Namespace) -> int:
 
 def cmd_images_build(args: argparse.Namespace) -> int:
     from .environments import load_environment
-    from .images import build
+    from .images import RUNTIME_IMAGES, build
 
-    names = [load_environment(name).id for name in args.environments] or None
+    names = [name if name in RUNTIME_IMAGES else load_environment(name).id for name in args.environments] or None
     build(names, rebuild=args.rebuild, debian_image=args.debian_image)
     return EXIT_OK
 
 
 def cmd_images_list(args: argparse.Namespace) -> int:
     from .environments import list_environments
-    from .images import BASE, image_name, image_status
+    from .images import BASE, RUNTIME_IMAGES, image_name, image_status
 
-    names = [BASE, *list_environments()]
+    names = [BASE, *list_environments(), *RUNTIME_IMAGES]
     width = max(len(name) for name in names)
     for name in names:
         print(f"{name:<{width}}  {image_status(name):<11} {image_name(name)}")

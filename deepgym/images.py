@@ -30,6 +30,9 @@ BASE_HASH_LABEL = "org.deepgym.base.content-hash"
 DEFAULT_DEBIAN_IMAGE = "debian:bookworm-slim"
 BOOTSTRAP_DEBIAN_IMAGE = "deepgym/debian-bootstrap:bookworm"
 BASE = "base"
+# Generic images per language runtime, for tests that travel with a dataset's rows (deepgym/rows.py): each is
+# built from images/<name>/ on top of the base image and holds no hidden tests of its own.
+RUNTIME_IMAGES = ("row_python",)
 
 
 def image_name(name: str) -> str:
@@ -51,7 +54,7 @@ def content_hash(name: str) -> str:
     _folder_digest(digest, root, root / "images" / "base")
     _folder_digest(digest, root, root / "deepgym" / "runner")
     if name != BASE:
-        folder = load_environment(name).path
+        folder = root / "images" / name if name in RUNTIME_IMAGES else load_environment(name).path
         _folder_digest(digest, folder.parent, folder)
     return digest.hexdigest()[:16]
 
@@ -110,8 +113,8 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
           log: TextIO = sys.stderr) -> list[str]:
     """Build the images of ``names`` (every environment when None) through ``docker buildx bake``, with bake's
     own progress on ``log``. Only missing, stale or unverified images are built unless ``rebuild``. Returns the
-    environments built."""
-    names = list_environments() if names is None else names
+    environments (and runtime images) built."""
+    names = [*list_environments(), *RUNTIME_IMAGES] if names is None else names
     if shutil.which("docker") is None:
         raise ImageBuildError("the docker CLI is not installed. Fix: install Docker Engine with buildx "
                               "(scripts/install-docker-engine.sh does it on Debian)")
