@@ -166,6 +166,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from .datasets import load, write_parquet
+
+    count = write_parquet(load(args.source, args.split), args.output)
+    print(f"deepgym: wrote {count} rows to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="deepgym", description="Trustworthy rewards for RL on code.")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -221,6 +229,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("environments", nargs="*", metavar="ENV", default=["coin_change", "two_sum"])
     p.add_argument("--mode", default="docker", choices=MODES)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("datasets", help="write verl rows (parquet) from a named dataset or a JSONL/parquet file "
+                                        "in the APPS, CodeContests or MBPP shape")
+    p.add_argument("source", metavar="NAME|FILE", help="humaneval, or a .jsonl or .parquet file")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the parquet file to write")
+    p.add_argument("--split", help="extra_info.split of every row (default: test for humaneval, else train)")
+    p.set_defaults(func=cmd_datasets)
 
     add_verl_commands(sub)
     return top

@@ -26,7 +26,8 @@ never "no verdict"; :data:`malformed_rows` counts them and logs each (the first 
 Options come from verl's ``reward_kwargs``: ``scoring`` (``all_or_nothing``, the default; ``partial``, the
 fraction of cases passed; ``continuous``, verl's own: the fraction of the first 10 cases passed, the rest
 never run) and the limits ``case_cpu_s``, ``total_cpu_s``, ``memory_mb``, ``output_kb``, ``pids``, ``nofile``,
-``tmpfs_mb`` (defaults: :data:`ROW_LIMITS`; ``output_kb`` at least twice the longest expected output).
+``tmpfs_mb`` (defaults: :data:`ROW_LIMITS`; ``output_kb`` at least twice the longest expected output plus
+64 KiB, ``tmpfs_mb`` at least the longest input plus 64 MiB).
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .environments import LIMIT_RANGES, Environment, bundle_root
 from .errors import ConfigurationError
 from .runner.protocol import Limits
+
+if TYPE_CHECKING:
+    from .environments import Environment
 
 log = logging.getLogger("deepgym.rows")
 
@@ -64,7 +67,7 @@ CONTINUOUS_CASES = 10
 # Rows have more and slower cases than a built-in environment: CodeContests problems allow seconds per case.
 ROW_LIMITS = Limits(case_cpu_s=4.0, total_cpu_s=60.0, memory_mb=1024, pids=64, nofile=256, output_kb=1024,
                     tmpfs_mb=64, cpus=1.0)
-OPTION_KEYS = ("scoring", *(key for key in LIMIT_RANGES if key != "cpus"))
+LIMIT_KEYS = ("case_cpu_s", "total_cpu_s", "memory_mb", "pids", "nofile", "output_kb", "tmpfs_mb")
 
 
 class MalformedRows:
@@ -149,11 +152,13 @@ def _code(text: Any, field: str) -> str:
 
 
 def _options(reward_kwargs: Mapping[str, Any]) -> tuple[str, Limits]:
+    from .environments import LIMIT_RANGES
+
     scoring = reward_kwargs.get("scoring", "all_or_nothing")
     if scoring not in SCORINGS:
         raise _bad("reward_kwargs.scoring", f"{scoring!r} is not a known scoring", f"use one of {', '.join(SCORINGS)}")
     values: dict[str, Any] = {}
-    for key in OPTION_KEYS[1:]:
+    for key in LIMIT_KEYS:
         if key not in reward_kwargs:
             continue
         value, (low, high) = reward_kwargs[key], LIMIT_RANGES[key]
@@ -270,13 +275,16 @@ def _ground_truth(raw: Any) -> Mapping[str, Any]:
     return raw
 
 
-def _output_bytes(tests: dict[str, Any]) -> int:
+def _largest(tests: dict[str, Any], key: str) -> int:
+    """The longest stdin case's ``input`` or ``output`` in bytes (0 for other formats)."""
     if tests["format"] != "stdin":
         return 0
-    return max(len(case["output"].encode()) for case in tests["cases"])
+    return max(len(case[key].encode()) for case in tests["cases"])
 
 
 def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) -> RowTask:
+    from .environments import LIMIT_RANGES, Environment, bundle_root
+
     truth = _ground_truth(ground_truth)
     family = ALIASES[data_source]
     if family == "apps":
@@ -284,9 +292,13 @@ def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) ->
     tests = _BUILDERS[family](truth)
     if scoring == "continuous":
         tests["cases"] = tests["cases"][:CONTINUOUS_CASES]
-    needed_kb = math.ceil(2 * _output_bytes(tests) / 1024) + 64
+    # A case's input sits in the sandbox's /tmp while it runs, and its output must fit under the output cap.
+    needed_kb = math.ceil(2 * _largest(tests, "output") / 1024) + 64
     if needed_kb > limits.output_kb:
         limits = replace(limits, output_kb=min(needed_kb, int(LIMIT_RANGES["output_kb"][1])))
+    needed_mb = math.ceil(_largest(tests, "input") / (1 << 20)) + 64
+    if needed_mb > limits.tmpfs_mb:
+        limits = replace(limits, tmpfs_mb=min(needed_mb, int(LIMIT_RANGES["tmpfs_mb"][1])))
     environment = Environment(id=RUNTIME, kind="row", prompt="", path=bundle_root() / "images" / RUNTIME,
                               entry_point=tests.get("fn_name") or tests.get("entry_point"),
                               scoring="all_or_nothing" if scoring == "all_or_nothing" else "partial", limits=limits)

@@ -3,6 +3,6 @@
 # through docker buildx bake, then run the whole test suite against the real engine. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/dev-env.sh --verl --trl
+source scripts/dev-env.sh --verl --trl --datasets
 "$VENV/bin/deepgym" images build
 exec "$VENV/bin/python" -m pytest "$@"
