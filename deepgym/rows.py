@@ -25,7 +25,8 @@ never "no verdict"; :data:`malformed_rows` counts them and logs each (the first 
 
 Options come from verl's ``reward_kwargs``: ``scoring`` (``all_or_nothing``, the default; ``partial``, the
 fraction of cases passed; ``continuous``, verl's own: the fraction of the first 10 cases passed, the rest
-never run) and the limits ``case_cpu_s``, ``total_cpu_s``, ``memory_mb``, ``output_kb``, ``pids``, ``nofile``,
+never run; for call-based rows 1.0 or 0.0, since verl's prime_code runs their per-case pass without
+``fn_name``) and the limits ``case_cpu_s``, ``total_cpu_s``, ``memory_mb``, ``output_kb``, ``pids``, ``nofile``,
 ``tmpfs_mb`` (defaults: :data:`ROW_LIMITS`; ``output_kb`` at least twice the longest expected output plus
 64 KiB, ``tmpfs_mb`` at least the longest input plus 64 MiB).
 """
@@ -290,7 +291,11 @@ def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) ->
     if family == "apps":
         family = "call_based" if truth.get("fn_name") is not None else "stdin_stdout"
     tests = _BUILDERS[family](truth)
-    if scoring == "continuous":
+    if scoring == "continuous" and family == "call_based":
+        # prime_code's per-case pass drops fn_name and runs each case as a program, which prints nothing: a
+        # call-based row scores 1.0 when every case passes and 0.0 otherwise.
+        scoring = "all_or_nothing"
+    elif scoring == "continuous":
         tests["cases"] = tests["cases"][:CONTINUOUS_CASES]
     # A case's input sits in the sandbox's /tmp while it runs, and its output must fit under the output cap.
     needed_kb = math.ceil(2 * _largest(tests, "output") / 1024) + 64
