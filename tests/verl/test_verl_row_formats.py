@@ -137,3 +137,53 @@ def test_rows_score_as_verls_own_reward(row, name):
     assert strict["score"] == (1.0 if theirs == 1.0 else 0.0)
     if name == "looping":
         assert ours["error_type"] == "solution_timeout"
+
+
+@pytest.mark.docker
+def test_a_codecontests_config_trains_unchanged_after_three_config_lines(tmp_path):
+    """Rows as a CodeContests user has them, read back by verl's RLHFDataset and scored by verl's naive reward
+    manager: with the three config lines of docs/verl.md, deepgym gives the scores verl's default reward gave."""
+    import asyncio
+
+    import numpy as np
+    import pandas as pd
+    import torch
+    from omegaconf import OmegaConf
+    from tensordict import TensorDict
+    from verl import DataProto
+    from verl.trainer.ppo.reward import load_reward_manager
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl_fakes import EOS_ID, LineTokenizer
+
+    from deepgym.images import build
+
+    build(["row_python"])
+    rows = [{"data_source": "codecontests", "prompt": [{"role": "user", "content": "Sum the numbers."}],
+             "ability": "code", "reward_model": {"style": "rule", "ground_truth": json.dumps(STDIN_ROW)},
+             "extra_info": {"split": "train", "index": 0}}]
+    pd.DataFrame(rows).to_parquet(tmp_path / "train.parquet")
+    tokenizer = LineTokenizer()
+    row = dict(RLHFDataset(str(tmp_path / "train.parquet"), tokenizer, OmegaConf.create(
+        {"max_prompt_length": 512, "cache_dir": str(tmp_path / "cache")}))[0])
+    manager = {"reward_manager": {"source": "register", "name": "naive", "module": {"path": None, "name": "unused"}}}
+    verls = OmegaConf.create({"reward": {**manager, "custom_reward_function": {"path": None, "name": "compute_score"}}})
+    ours = OmegaConf.create({"reward": {**manager, "custom_reward_function": {
+        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": {"scoring": "continuous"}}}})
+
+    def score(config, response: str) -> float:
+        prompt = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True)
+        ids = tokenizer.encode(response) + [EOS_ID]
+        batch = TensorDict({"prompts": torch.tensor([prompt]), "responses": torch.tensor([ids]),
+                            "attention_mask": torch.tensor([[1] * (len(prompt) + len(ids))])}, batch_size=1)
+        non_tensor = {key: np.array([row[key]], dtype=object) for key in ("data_source", "reward_model", "extra_info")}
+        non_tensor["__num_turns__"] = np.array([2])
+
+        async def run_single():  # the manager takes the running loop when it is made
+            return await load_reward_manager(config, tokenizer).run_single(
+                DataProto(batch=batch, non_tensor_batch=non_tensor))
+
+        return float(asyncio.run(run_single())["reward_score"])
+
+    for name in ("right", "wrong", "half right"):
+        response = f"```python\n{SOLUTIONS['stdin'][1][name]}```"
+        assert score(ours, response) == pytest.approx(score(verls, response)), name
