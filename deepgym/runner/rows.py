@@ -131,7 +131,10 @@ def apps_result_matches(actual: Any, expected: Any) -> bool:
         if actual == expected[0]:
             return True
         if isinstance(actual, list) and actual and isinstance(actual[0], tuple):
-            return [list(x) if isinstance(x, tuple) else x for x in actual] == expected[0]
+            try:
+                return [list(x) for x in actual] == expected[0]
+            except TypeError:  # an element that is not a sequence: prime_code's list(x) raises too
+                return False
     return False
 
 
@@ -221,7 +224,10 @@ def _assert(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_
     session = _AssertSession(sandbox, limits, budget, workspace, hello, on_in_play)
     try:
         while len(results) < len(cases) and not (fail_fast and results and not results[-1]["passed"]):
-            results.extend(session.run(tests, len(results), fail_fast))
+            more = session.run(tests, len(results), fail_fast)
+            if not more:
+                raise RowTestsBroken(f"the row's tests ended after {len(results)} of {len(cases)} cases")
+            results.extend(more)
     finally:
         session.close()
     return results, len(cases), budget.usage.cpu_s
