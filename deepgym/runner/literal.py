@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 from typing import Any
 
 # Deeper values are refused on both sides: the decoder recurses, and no test's value nests this deep.
@@ -113,16 +112,3 @@ def decode(data: Any, depth: int = 0) -> Any:
         return {"t": tuple, "s": set, "F": frozenset}[tag](items) if tag in ("t", "s", "F") else INVALID
     except TypeError:  # an unhashable member
         return INVALID
-
-
-def same(a: Any, b: Any) -> bool:
-    """Whether two decoded values are equal as plain data, for comparisons the runner makes itself. Python's
-    ``==`` on builtins, except that a float NaN equals NaN nowhere (as in Python) and never raises."""
-    try:
-        return bool(a == b)
-    except (RecursionError, MemoryError):
-        return False
-
-
-def is_nan(value: Any) -> bool:
-    return type(value) is float and math.isnan(value)

@@ -49,10 +49,6 @@ class RowTestsBroken(RuntimeError):
 
 # ---------------------------------------------------------------------------------------------------- comparisons
 
-def _int_like(text: str) -> bool:
-    return text.isdigit()
-
-
 def _allclose(got: list[float], want: list[float]) -> bool:
     """numpy.allclose with its defaults (rtol 1e-5, atol 1e-8, NaN equal to nothing, infinities to themselves)."""
     for a, b in zip(got, want):
@@ -83,7 +79,7 @@ def apps_output_matches(actual: str, expected: str) -> bool:
     nonempty = [line for line in lines if line]
     if lines == want_lines or nonempty == want_lines:
         return True
-    if len(nonempty) != len(want_lines) or all(_int_like(a) and _int_like(b) for a, b in zip(nonempty, want_lines)):
+    if len(nonempty) != len(want_lines) or all(a.isdigit() and b.isdigit() for a, b in zip(nonempty, want_lines)):
         return False
     try:
         got, wanted = [float(x) for x in nonempty], [float(x) for x in want_lines]
