@@ -37,7 +37,12 @@ function "environment_labels" {
 }
 
 group "default" {
-  targets = ["base", "environments"]
+  targets = ["base", "environments", "runtimes"]
+}
+
+# Generic images per language runtime: they judge tests that travel with a dataset's rows (deepgym/rows.py).
+group "runtimes" {
+  targets = ["row_python"]
 }
 
 group "environments" {
@@ -90,6 +95,13 @@ target "registry" {
 # Every environment image starts from the base target through the named context "base".
 target "_environment" {
   contexts = { base = "target:base" }
+}
+
+target "row_python" {
+  inherits = ["_environment"]
+  context  = "images/row_python"
+  tags     = [image("row_python")]
+  labels   = environment_labels("row_python")
 }
 
 target "coin_change" {

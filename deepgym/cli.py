@@ -89,18 +89,18 @@ def cmd_run_batch(args: argparse.Namespace) -> int:
 
 def cmd_images_build(args: argparse.Namespace) -> int:
     from .environments import load_environment
-    from .images import build
+    from .images import RUNTIME_IMAGES, build
 
-    names = [load_environment(name).id for name in args.environments] or None
+    names = [name if name in RUNTIME_IMAGES else load_environment(name).id for name in args.environments] or None
     build(names, rebuild=args.rebuild, debian_image=args.debian_image)
     return EXIT_OK
 
 
 def cmd_images_list(args: argparse.Namespace) -> int:
     from .environments import list_environments
-    from .images import BASE, image_name, image_status
+    from .images import BASE, RUNTIME_IMAGES, image_name, image_status
 
-    names = [BASE, *list_environments()]
+    names = [BASE, *list_environments(), *RUNTIME_IMAGES]
     width = max(len(name) for name in names)
     for name in names:
         print(f"{name:<{width}}  {image_status(name):<11} {image_name(name)}")
@@ -191,6 +191,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from .datasets import load, write_parquet
+
+    count = write_parquet(load(args.source, args.split), args.output)
+    print(f"deepgym: wrote {count} rows to {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="deepgym", description="Trustworthy rewards for RL on code.")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -264,6 +272,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("environments", nargs="*", metavar="ENV", default=["coin_change", "two_sum"])
     p.add_argument("--mode", default="docker", choices=MODES)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("datasets", help="write verl rows (parquet) from a named dataset or a JSONL/parquet file "
+                                        "in the APPS, CodeContests or MBPP shape")
+    p.add_argument("source", metavar="NAME|FILE", help="humaneval, or a .jsonl or .parquet file")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the parquet file to write")
+    p.add_argument("--split", help="extra_info.split of every row (default: test for humaneval, else train)")
+    p.set_defaults(func=cmd_datasets)
 
     add_verl_commands(sub)
     return top

@@ -16,7 +16,7 @@ import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .accounting import NoVerdictMonitor
 from .admission import Admission
@@ -24,6 +24,7 @@ from .environments import Environment, load_environment
 from .extract import check_reasoning, extract_code, extract_patch
 from .judging import Images, judge
 from .pushed import pinned_refs
+from .rows import RowTask
 from .runner.protocol import Request
 from .sandbox import MODES, make_provider
 from .verdict import NoVerdictError, Observation, Verdict, classify
@@ -100,12 +101,15 @@ class DeepGym:
     def backend(self) -> str:
         return self.provider.name
 
-    def judge(self, env: str | Environment, response: str, *, variant: int = 0, reasoning: str = "auto") -> Outcome:
+    def judge(self, env: str | Environment | RowTask, response: str, *, variant: int = 0,
+              reasoning: str = "auto") -> Outcome:
         """The outcome for one response, returned rather than raised. Counted by ``self.monitor``, which warns
         when more than 5 samples in a block of 100 have no verdict. ``reasoning`` is ``open`` when the prompt
         opened ``<think>`` (DeepSeek-R1, Qwen3 templates), see :mod:`deepgym.extract`; it is per call, so one
-        client serves prompts of either kind."""
-        env = load_environment(env)
+        client serves prompts of either kind. ``env`` may be a dataset row's tests
+        (:func:`deepgym.rows.row_task`), judged in the runtime image."""
+        task = env if isinstance(env, RowTask) else None
+        env = task.environment if task is not None else load_environment(env)
         if not 0 <= variant < env.variants:
             raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
                              f"0 to {env.variants - 1}")
@@ -118,7 +122,8 @@ class DeepGym:
                            details=f"the response has no {'diff' if env.kind == 'patch' else 'fenced code block'}, "
                                    "so nothing was run", environment=env.id, runtime=self.backend, variant=variant)
         request = Request(nonce=secrets.token_hex(16), kind=env.kind, submission=code, entry_point=env.entry_point,
-                          variant=variant, scoring=env.scoring, limits=env.limits)
+                          variant=variant, scoring=env.scoring, limits=env.limits,
+                          tests=task.tests if task is not None else None)
         started = time.monotonic()
         try:
             observation = judge(self.provider, env, request, self.images, admission=self.admission)
@@ -131,22 +136,30 @@ class DeepGym:
         self.monitor.record(not outcome.has_verdict, outcome.error_type)
         return outcome
 
-    def run(self, env: str | Environment, response: str, *, variant: int = 0, reasoning: str = "auto") -> Verdict:
+    def run(self, env: str | Environment | RowTask, response: str, *, variant: int = 0,
+            reasoning: str = "auto") -> Verdict:
         """The verdict for one response. Raises NoVerdictError when the infrastructure failed."""
         outcome = self.judge(env, response, variant=variant, reasoning=reasoning)
         if isinstance(outcome, NoVerdictError):
             raise outcome
         return outcome
 
-    def run_batch(self, env: str | Environment, responses: Iterable[str], *, variant: int = 0,
-                  max_parallel: int | None = None, reasoning: str = "auto") -> BatchResult:
-        """Outcomes for many responses, in order; an entry without a verdict has ``has_verdict`` False."""
-        env = load_environment(env)
+    def run_batch(self, env: str | Environment | RowTask | Sequence[RowTask], responses: Iterable[str], *,
+                  variant: int = 0, max_parallel: int | None = None, reasoning: str = "auto") -> BatchResult:
+        """Outcomes for many responses, in order; an entry without a verdict has ``has_verdict`` False. ``env``
+        may also be a list of dataset rows' tests, one per response (each row judged with its own)."""
         check_reasoning(reasoning)
         responses = list(responses)
+        if isinstance(env, (list, tuple)):
+            if len(env) != len(responses):
+                raise ValueError(f"run_batch got {len(env)} rows for {len(responses)} responses; give one per response")
+            tasks = list(env)
+        else:
+            tasks = [env if isinstance(env, RowTask) else load_environment(env)] * len(responses)
         workers = max(1, min(max_parallel or self.max_parallel, len(responses)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
-            return BatchResult(pool.map(lambda r: self.judge(env, r, variant=variant, reasoning=reasoning), responses))
+            return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning),
+                                        zip(tasks, responses)))
 
     def session(self, env: str | Environment, variant: int = 0):
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager

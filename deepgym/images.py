@@ -33,6 +33,9 @@ BASE = "base"
 # Images of the tests' own services, built from images/<name> on top of the base (docker-bake.hcl's targets
 # outside group "default"); `build` takes their names like an environment's.
 SERVICE_IMAGES = ("registry",)
+# Generic images per language runtime, for tests that travel with a dataset's rows (deepgym/rows.py): each is
+# built from images/<name>/ on top of the base image and holds no hidden tests of its own.
+RUNTIME_IMAGES = ("row_python",)
 
 
 def image_name(name: str) -> str:
@@ -54,7 +57,7 @@ def content_hash(name: str) -> str:
     digest = hashlib.sha256()
     _folder_digest(digest, root, root / "images" / "base")
     _folder_digest(digest, root, root / "deepgym" / "runner")
-    if name in SERVICE_IMAGES:
+    if name in SERVICE_IMAGES or name in RUNTIME_IMAGES:
         _folder_digest(digest, root, root / "images" / name)
     elif name != BASE:
         folder = load_environment(name).path
@@ -116,8 +119,8 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
           log: TextIO = sys.stderr) -> list[str]:
     """Build the images of ``names`` (every environment when None) through ``docker buildx bake``, with bake's
     own progress on ``log``. Only missing, stale or unverified images are built unless ``rebuild``. Returns the
-    environments built."""
-    names = list_environments() if names is None else names
+    environments (and runtime images) built."""
+    names = [*list_environments(), *RUNTIME_IMAGES] if names is None else names
     if shutil.which("docker") is None:
         raise ImageBuildError("the docker CLI is not installed. Fix: install Docker Engine with buildx "
                               "(scripts/install-docker-engine.sh does it on Debian)")

@@ -10,7 +10,7 @@ import pytest
 
 from deepgym.environments import LIMIT_RANGES, list_environments, load_environment
 from deepgym.errors import EnvironmentNotFoundError, ManifestError
-from deepgym.images import SERVICE_IMAGES
+from deepgym.images import RUNTIME_IMAGES, SERVICE_IMAGES
 from deepgym.runner.protocol import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,7 +116,7 @@ def test_every_environment_is_complete(name):
 
 def test_bake_file_has_one_target_per_environment():
     bake = (ROOT / "docker-bake.hcl").read_text()
-    targets = set(re.findall(r'^target "([a-z][a-z0-9_]*)"', bake, re.M)) - {"base", *SERVICE_IMAGES}
+    targets = set(re.findall(r'^target "([a-z][a-z0-9_]*)"', bake, re.M)) - {"base", *SERVICE_IMAGES, *RUNTIME_IMAGES}
     group = re.search(r'group "environments" \{\s*targets = \[([^\]]*)\]', bake).group(1)
     listed = set(re.findall(r'"([a-z0-9_]+)"', group))
     environments = set(list_environments())
@@ -125,3 +125,13 @@ def test_bake_file_has_one_target_per_environment():
     for name in environments:
         block = re.search(r'target "%s" \{(.*?)\n\}' % name, bake, re.S).group(1)
         assert f'context  = "environments/{name}"' in block and f'environment_labels("{name}")' in block
+
+
+def test_bake_file_has_a_target_per_runtime_image():
+    bake = (ROOT / "docker-bake.hcl").read_text()
+    group = re.search(r'group "runtimes" \{\s*targets = \[([^\]]*)\]', bake).group(1)
+    assert set(re.findall(r'"([a-z0-9_]+)"', group)) == set(RUNTIME_IMAGES)
+    for name in RUNTIME_IMAGES:
+        block = re.search(r'target "%s" \{(.*?)\n\}' % name, bake, re.S).group(1)
+        assert f'context  = "images/{name}"' in block and 'inherits = ["_environment"]' in block
+        assert "\nFROM base\n" in (ROOT / "images" / name / "Dockerfile").read_text()

@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import NoVerdictMonitor
+from ..errors import ConfigurationError
+from ..rows import ALIASES, RowTask, is_row_source, row_task
 from .verl import check_mode, get_client, get_environment, verl_rows
 
 if TYPE_CHECKING:
@@ -92,16 +94,12 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _refuse_ground_truth(kwargs: Mapping[str, Any]) -> None:
-    """Row tests from ``ground_truth`` need deepgym's dataset environments, which have not landed: judging such
-    a row against the image's hidden tests instead would score it against the wrong tests without a word."""
-    truths = _column(kwargs, "ground_truth", 0)
-    truths += [rm.get("ground_truth") for rm in _column(kwargs, "reward_model", 0) if isinstance(rm, Mapping)]
-    if any(not _missing(truth) and truth != "" for truth in truths):
-        raise NotImplementedError(
-            "a row carries ground_truth tests, but this deepgym judges only an environment's own hidden tests "
-            "(inside its image); tests from a dataset column are not supported yet. Drop the ground_truth "
-            "column or leave it empty.")
+def _truths(kwargs: Mapping[str, Any], n: int) -> list[Any]:
+    """Each row's ``ground_truth``: its own column, else verl's ``reward_model.ground_truth``."""
+    truths = _column(kwargs, "ground_truth", n)
+    models = _column(kwargs, "reward_model", n)
+    return [truth if not _missing(truth) else model.get("ground_truth") if isinstance(model, Mapping) else None
+            for truth, model in zip(truths, models)]
 
 
 class _Scorer:
@@ -118,16 +116,27 @@ class _Scorer:
         self.allow_local = allow_local
         self.name = f"deepgym_{self.environment.id}" if self.environment else "deepgym"
 
-    def _targets(self, n: int, kwargs: Mapping[str, Any]) -> tuple[list[str | Environment], list[int]]:
+    def _targets(self, n: int, kwargs: Mapping[str, Any]) -> tuple[list[str | Environment | RowTask], list[int]]:
         """Per sample: the environment (fixed, else the row's ``env_column``, else verl's ``extra_info`` /
-        ``data_source``) and the variant (fixed, else the row's ``variant``, else ``extra_info``, else 0)."""
+        ``data_source``) and the variant (fixed, else the row's ``variant``, else ``extra_info``, else 0), or the
+        row's own tests when its ``data_source`` names a row format (:mod:`deepgym.rows`)."""
         infos = [info if isinstance(info, Mapping) else {} for info in _column(kwargs, "extra_info", n)]
         columns = _column(kwargs, self.env_column, n)
         sources = _column(kwargs, "data_source", n)
         variants = _column(kwargs, "variant", n)
-        envs: list[str | Environment] = []
+        truths = _truths(kwargs, n)
+        envs: list[str | Environment | RowTask] = []
         chosen: list[int] = []
         for i in range(n):
+            if not (self.environment or columns[i] or infos[i].get("environment")) and is_row_source(sources[i]):
+                envs.append(row_task(sources[i], truths[i]))
+                chosen.append(0)
+                continue
+            if not _missing(truths[i]) and truths[i] != "":
+                raise ConfigurationError(f"ground_truth: the row carries tests, but it is judged in environment "
+                                         f"{str(self.environment.id if self.environment else columns[i] or sources[i])!r}"
+                                         f", whose hidden tests are in its image. Fix: leave ground_truth empty, or "
+                                         f"name a row format as data_source (one of {', '.join(sorted(ALIASES))})")
             env = self.environment or columns[i] or infos[i].get("environment") or sources[i]
             if not env:
                 raise ValueError(f"{self.name} needs the environment: pass env= or give the dataset an "
@@ -140,7 +149,6 @@ class _Scorer:
         return envs, chosen
 
     def judge(self, completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Outcome]:
-        _refuse_ground_truth(kwargs)
         texts = [_completion_text(c) for c in completions]
         envs, variants = self._targets(len(texts), kwargs)
         client = self.dg or get_client(self.mode, allow_local=self.allow_local)
@@ -182,8 +190,10 @@ def make_trl_reward_fn(env: str | Environment | None = None, *, mode: str = "aut
     ``variant``, else the row's. The result is the verdict's score, or ``None`` when there is no verdict: give
     the function to :class:`DeepGymGRPOTrainer` so that such a sample is kept out of the loss. Under TRL it also
     logs ``<name>/score``, ``<name>/passed`` and ``<name>/error`` (``name`` is the function's name,
-    ``deepgym_<env>`` or ``deepgym``). A row with non-empty ``ground_truth`` tests is refused
-    (NotImplementedError): only the image's hidden tests are judged.
+    ``deepgym_<env>`` or ``deepgym``). A row whose ``data_source`` names a row format (``codecontests``,
+    ``openai_humaneval``, ...; :mod:`deepgym.rows`) is judged against the tests in its ``ground_truth`` (or
+    ``reward_model.ground_truth``); one that names an environment and still carries tests is refused
+    (ConfigurationError), since it would be judged against other tests than its own.
 
     ``mode`` is ``auto`` (docker), ``docker`` or ``local`` (``allow_local`` opts in); ``dg`` uses your own client.
     """

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..accounting import NoVerdictMonitor
 from ..extract import check_reasoning
+from ..rows import RowTask, is_row_source, row_task
 from ..sandbox import MODES
 from ..verdict import NoVerdictError
 
@@ -256,9 +257,10 @@ def reward_info(result: Any) -> dict[str, Any]:
     return {"score": score, "passed": passed, "error": 0.0, "error_type": str(error_type or "")}
 
 
-def _judge(env: str | Environment, solution_str: str, variant: int, client: DeepGym,
+def _judge(env: str | Environment | RowTask, solution_str: str, variant: int, client: DeepGym,
            reasoning: str) -> dict[str, Any]:
-    outcome = client.judge(get_environment(env), str(solution_str), variant=variant, reasoning=reasoning)
+    task = env if isinstance(env, RowTask) else get_environment(env)
+    outcome = client.judge(task, str(solution_str), variant=variant, reasoning=reasoning)
     if not outcome.has_verdict:
         raise VerlNoVerdictError.wrap(outcome)
     return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
@@ -268,19 +270,26 @@ def _judge(env: str | Environment, solution_str: str, variant: int, client: Deep
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
                   mode: str = "auto", allow_local: bool | None = None, reasoning: str = "auto",
                   **kwargs: Any) -> dict[str, Any]:
-    """verl's reward function: judge ``solution_str`` in the row's environment.
+    """verl's reward function: judge ``solution_str`` in the row's environment, or against the row's own tests.
 
-    The environment is ``extra_info['environment']`` (else ``data_source``) and the variant
-    ``extra_info['variant']`` (else 0). The submission is extracted by :mod:`deepgym.extract`'s rules (the
-    last fenced block of the answer after the reasoning). ``mode`` (and, for ``local``, ``allow_local``) and
-    ``reasoning`` (``auto``, or ``open`` when the chat template puts ``<think>`` in the prompt, as
-    DeepSeek-R1's and Qwen3's do) come from ``reward_kwargs``; other keyword arguments verl passes
-    (``reward_router_address``...) are ignored, as is ``ground_truth``: the hidden tests live in the
-    environment's image.
+    A row whose ``data_source`` names a row format (``codecontests``, ``apps``, ``codeforces``, ``taco``,
+    ``openai_humaneval``, ``mbpp``, deepgym's ``stdin_stdout``...; see :mod:`deepgym.rows`) is judged against
+    the tests in its ``ground_truth``, with ``scoring`` and limits from ``reward_kwargs``. Any other row names
+    an environment: ``extra_info['environment']`` (else ``data_source``), variant ``extra_info['variant']``
+    (else 0), and ``ground_truth`` is ignored (the hidden tests live in the environment's image). The
+    submission is extracted by :mod:`deepgym.extract`'s rules (the last fenced block of the answer after the
+    reasoning). ``mode`` (and, for ``local``, ``allow_local``) and ``reasoning`` (``auto``, or ``open`` when
+    the chat template puts ``<think>`` in the prompt, as DeepSeek-R1's and Qwen3's do) come from
+    ``reward_kwargs``; other keyword arguments verl passes (``reward_router_address``...) are ignored.
 
     Returns ``{score, passed, error, error_type}`` (see the module's docstring). Raises
-    :class:`VerlNoVerdictError` when there is no verdict, and ValueError for an unknown mode or reasoning.
+    :class:`VerlNoVerdictError` when there is no verdict, :class:`~deepgym.errors.ConfigurationError` for a
+    malformed ``ground_truth`` (naming the field; counted in :data:`deepgym.rows.malformed_rows`), and
+    ValueError for an unknown mode or reasoning.
     """
+    if not (isinstance(extra_info, Mapping) and extra_info.get("environment")) and is_row_source(data_source):
+        task = row_task(data_source, ground_truth, kwargs)
+        return _judge(task, solution_str, 0, get_client(mode, allow_local=allow_local), reasoning)
     name, variant = _environment_and_variant(data_source, extra_info)
     return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning)
 

@@ -51,15 +51,17 @@ def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
 
 
 class Worker:
-    """One untrusted worker process (worker.py in ``function`` or ``probe`` mode) and the pipes to it."""
+    """One worker process (worker.py in ``function`` or ``probe`` mode; ``module`` row_tests for a row's trusted
+    tests, as ``uid``) and the pipes to it."""
 
-    def __init__(self, sandbox: Sandbox, limits: Limits, mode: str, path: str, cwd: str = "/"):
+    def __init__(self, sandbox: Sandbox, limits: Limits, mode: str, path: str, cwd: str = "/", *,
+                 module: str = "worker", uid: int | None = None):
         req_r, req_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", mode, str(limits.memory_mb),
+        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.{module}", mode, str(limits.memory_mb),
                 str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), path, str(req_r), str(reply_w)]
         try:
-            proc = sandbox.spawn(argv, pass_fds=(req_r, reply_w), cwd=cwd)
+            proc = sandbox.spawn(argv, pass_fds=(req_r, reply_w), cwd=cwd, uid=uid)
         except BaseException:
             os.close(reply_r)
             os.close(req_w)
@@ -69,11 +71,13 @@ class Worker:
             os.close(reply_w)
         self.process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w)
 
-    def call(self, message: dict[str, Any], limits: Limits, cpu_limit_s: float) -> Outcome:
-        """Send one request line and wait for the reply line under the case's limits."""
+    def call(self, message: dict[str, Any] | None, limits: Limits, cpu_limit_s: float) -> Outcome:
+        """Send one request line (none when ``message`` is None) and wait for the next line under the case's
+        limits."""
         meter = self.process.sandbox.watch()
+        send = b"" if message is None else json.dumps(message).encode() + b"\n"
         return self.process.wait(meter, for_line=True, cpu_limit_s=cpu_limit_s, wall_limit_s=limits.case_wall_s,
-                                 output_limit=limits.output_kb * 1024, send=json.dumps(message).encode() + b"\n")
+                                 output_limit=limits.output_kb * 1024, send=send)
 
     def close(self) -> None:
         self.process.close()

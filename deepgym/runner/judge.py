@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from . import function, patch, program
+from . import function, patch, program, rows
 from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS, Request
 from .sandbox import HostOverloaded, Sandbox, Workspace
 
@@ -25,6 +25,7 @@ JUDGES: dict[str, Callable[..., tuple[list[dict[str, Any]], int, float]]] = {
     "function": function.judge,
     "program": program.judge,
     "patch": patch.judge,
+    "row": rows.judge,
 }
 
 
@@ -96,6 +97,8 @@ def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit:
                                                        fail_fast=request.scoring == "all_or_nothing")
         except HostOverloaded as exc:
             return no_verdict("host_overloaded", str(exc))
+        except rows.RowTestsBroken as exc:
+            return no_verdict("verifier_error", str(exc))
         finally:
             sandbox.kill_all()
             workspace.remove(sandbox)

