@@ -47,6 +47,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: "tests/faults/" in str(item.fspath))
 
 
+@pytest.fixture(autouse=True)
+def one_container_per_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No prewarmed containers: a fault here targets the one container of the sample under test, found as the
+    run's only container (wait_for_container), and an image removed by id must have no container left on it.
+    tests/test_prewarm.py injects the faults of the prewarmed path (a container killed while it waits)."""
+    monkeypatch.setenv("DEEPGYM_DOCKER_PREWARM", "0")
+
+
 @pytest.fixture(scope="module")
 def fault_envs(tmp_path_factory):
     """The test-only environments, on DEEPGYM_ENVIRONMENTS and built; their images are removed afterwards."""
@@ -143,7 +151,7 @@ def host_load():
 
 
 def wait_for_container(run_id: str, timeout: float = 30.0) -> str:
-    """The id of the first running container of this client's run."""
+    """The id of the first running container of this client's run (its only one: prewarming is off here)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = subprocess.run(["docker", "ps", "-q", "--filter", f"label=deepgym={run_id}"],
