@@ -7,9 +7,11 @@ warns when it starts. What it does promise, and the conformance suite checks:
 
 - paths are the sandbox's: ``put``/``get`` and ``cwd`` resolve under the scratch folder (``/x`` is
   ``<folder>/x``, and ``/tmp`` exists, writable by all); argv is passed as it is;
-- a timeout SIGKILLs the command's process group; when the command runs as another uid (deepgym as root),
-  also every process of that uid (``kill(-1)`` from a process of that uid, as the docker provider does), which
-  reaches daemonised children too. A command of your own uid that calls ``setsid()`` escapes the group kill;
+- a timeout SIGKILLs the command's process group. A command of another uid (deepgym as root) runs as the
+  init of a pid namespace of its own, so that kill also ends every process it started, daemonised ones
+  included, and nothing else: a ``kill(-1)`` as that uid would reach the uid's processes everywhere on the
+  host, other sandboxes' submissions included. A command of your own uid that calls ``setsid()`` escapes
+  the group kill;
 - ``close`` kills what is still running and removes the folder; a removed folder is SandboxLost.
 """
 
@@ -34,8 +36,6 @@ OPT_IN_VARIABLE = "DEEPGYM_ALLOW_LOCAL"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LABELS_FILE = ".deepgym-labels"
 POLL_S = 0.2
-# kill(-1) from a shell of the target uid: every process of that uid but the shell itself, atomically.
-KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
 
 
 class LocalProvider(Provider):
@@ -98,12 +98,11 @@ class LocalSandbox(Sandbox):
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         started = time.monotonic()
         uid, gid = (int(part) for part in (options.user or f"{os.getuid()}:{os.getgid()}").split(":"))
-        other_user = (uid, gid) != (os.getuid(), os.getgid())
+        command = list(argv) if (uid, gid) == (os.getuid(), os.getgid()) else _in_own_pid_namespace(argv, uid, gid)
         try:
-            proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     cwd=self._path(options.cwd), env={"PATH": DEFAULT_PATH, **options.env},
-                                    start_new_session=True, **({"user": uid, "group": gid, "extra_groups": []}
-                                                               if other_user else {}))
+                                    start_new_session=True)
         except OSError as exc:  # the command could not start: a shell's statuses, as in a container
             return ExecResult(exit_code=127 if isinstance(exc, FileNotFoundError) else 126, stdout=b"",
                               stderr_tail=str(exc), timed_out=False, elapsed_s=time.monotonic() - started)
@@ -121,7 +120,7 @@ class LocalSandbox(Sandbox):
                     stdin = None  # sent already; communicate() resumes where it stopped
                     gone = self._closed or not self.root.is_dir()
                     if gone or time.monotonic() >= deadline:
-                        _kill(proc, (uid, gid) if other_user else None)
+                        _kill(proc)
                         stdout, stderr = proc.communicate()
                         timed_out = not gone
                         break
@@ -156,15 +155,23 @@ class LocalSandbox(Sandbox):
             self._closed = True
             running = list(self._running)
         for proc in running:
-            _kill(proc, None)
+            _kill(proc)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _kill(proc: subprocess.Popen, user: tuple[int, int] | None) -> None:
-    """SIGKILL the command's process group and, for a command of another uid, every process of that uid."""
+def _in_own_pid_namespace(argv: Sequence[str], uid: int, gid: int) -> list[str]:
+    """``argv`` as ``uid``:``gid`` with no supplementary groups, as the init of a new pid namespace (with a
+    /proc of its own). ``unshare`` stays in the command's process group, and ``--kill-child`` SIGKILLs the init
+    when unshare dies; the kernel then kills everything left in the namespace. Exit statuses pass through:
+    unshare re-raises the signal its child died of, and setpriv exits 127 or 126 when the command cannot
+    start."""
+    return ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc",
+            "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--", *argv]
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the command's process group (for another uid's command, that ends its whole pid namespace)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    if user is not None:
-        subprocess.run(KILL_ALL, user=user[0], group=user[1], extra_groups=[], capture_output=True, check=False)
