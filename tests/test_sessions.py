@@ -88,10 +88,15 @@ def test_the_agent_is_unprivileged_and_cannot_read_the_hidden_tests(gym):
     assert root.count("Read-only file system") == 2
 
 
+# Processes come and go while it counts (the respawning loop below): one gone before it is read is not counted.
 PROCESSES_OF_AGENT = ("import os\n"
-                      "print(sum(1 for p in os.listdir('/proc') if p.isdigit()"
-                      " and os.stat('/proc/' + p).st_uid == 10000"
-                      " and open('/proc/%s/stat' % p).read().split(')')[-1].split()[0] != 'Z'))\n")
+                      "def alive_agent(p):\n"
+                      "    try:\n"
+                      "        return (os.stat('/proc/' + p).st_uid == 10000\n"
+                      "                and open('/proc/%s/stat' % p).read().split(')')[-1].split()[0] != 'Z')\n"
+                      "    except OSError:\n"
+                      "        return False\n"
+                      "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and alive_agent(p)))\n")
 
 
 def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym):
