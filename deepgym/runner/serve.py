@@ -9,7 +9,8 @@ After each sample the server clears the container and checks that it did (:func:
 process of the sample's uids, removes the SysV IPC objects they made (as their creator: the server holds no
 CAP_SYS_ADMIN or CAP_IPC_OWNER), empties every folder a uid can write (:data:`WRITABLE`, scratch folders
 included, with each entry's owner's file rights), then looks again: no process but pid 1 and the server, no
-IPC object, nothing in those folders. It also refuses a uid it has served before, and compares the memory
+IPC object, nothing in those folders. It also refuses a uid it has served before, refuses to serve at all where the kernel keyring is
+reachable (:func:`keyring_problem`), and compares the memory
 cgroup's OOM kills and limit hits and the pids cgroup's refusals with those before the sample. Then it writes
 one line ``@@deepgym-serve {"event": "end", "nonce": ..., "exit": N, "retire": null | "why"}``: the child's
 exit status (128 + a signal when it was killed) and, when anything was amiss, why the container must not
@@ -41,6 +42,9 @@ IPC_RMID = 0
 # Seconds the server waits for the last processes of a sample to die and be reaped by pid 1.
 SETTLE_S = 2.0
 PIDS_EVENTS = Path("/sys/fs/cgroup/pids/pids.events")
+# add_key(2) per machine, and the process keyring's special id.
+ADD_KEY = {"x86_64": 248, "aarch64": 217}
+KEY_SPEC_PROCESS_KEYRING = -2
 
 
 def serve_line(payload: dict) -> bytes:
@@ -113,6 +117,19 @@ def _empty(folder: str) -> list[str]:
     return left
 
 
+def keyring_problem() -> str | None:
+    """Why the kernel keyring makes this container unfit to serve, or None. Keys live in the kernel, outside the
+    container's namespaces, and the server holds no right to clear another uid's: warm mode relies on the
+    sandbox refusing the keyring calls (Docker's default seccomp profile does)."""
+    number = ADD_KEY.get(os.uname().machine)
+    if number is None:
+        return f"cannot check the kernel keyring on machine {os.uname().machine}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(number, b"user", b"deepgym-warm-check", b"x", 1, KEY_SPEC_PROCESS_KEYRING) >= 0:
+        return "the kernel keyring is reachable (no seccomp filter refuses add_key): warm mode cannot clear it"
+    return None
+
+
 def _counters() -> tuple[int | None, int | None, int | None]:
     """(OOM kills, memory limit hits, refused forks) of the container's cgroups so far; None where unknown."""
     refused = None
@@ -177,7 +194,7 @@ def _judge_in_child(line: bytes, env_dir: str, scratch_root: str) -> int:
 def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
     """Serve requests until stdin ends or a sample retires this container."""
     out = sys.stdout.buffer
-    problem = drop_privileges()
+    problem = drop_privileges() or keyring_problem()
     if problem is None:
         problem = clean(set(), scratch_root) and "the container was not empty when the server started"
     sandbox.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
