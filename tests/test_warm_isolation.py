@@ -341,3 +341,18 @@ def test_a_container_that_ran_out_of_memory_retires(warm_gym):
     after = report_of(warm_gym.run(ENV, submission(""), isolation="process"))
     assert hogged.has_verdict and hogged.error_type == "solution_oom", hogged
     assert before["host"] != after["host"], "the container that ran out of memory judged the next sample"
+
+
+def test_verl_compute_score_takes_isolation_from_reward_kwargs():
+    from deepgym.integrations.verl import compute_score, get_client
+
+    try:
+        result = compute_score("coin_change", fenced(solution(ENV, "reference")), mode="docker", isolation="process")
+        assert result["score"] == 1.0
+        assert get_client("docker").provider._warm is not None  # judged by the warm pool
+        with pytest.raises(ValueError, match="unknown isolation"):
+            compute_score("coin_change", fenced(WRONG), mode="docker", isolation="vm")
+    finally:
+        warm = get_client("docker").provider._warm
+        if warm is not None:  # the shared client lives on; its warm container must not outlive the test
+            warm.close()
