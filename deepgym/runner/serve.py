@@ -219,7 +219,10 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
         served |= uids
         before = _counters()
         code = _judge_in_child(line, env_dir, scratch_root)
-        problem = clean(uids, scratch_root)
+        try:
+            problem = clean(uids, scratch_root)
+        except Exception as exc:  # noqa: BLE001 - a clean-up that cannot finish retires the container
+            problem = f"the clean-up failed: {exc!r}"
         after = _counters()
         for name, old, new in zip(("OOM kill", "memory limit hit", "refused fork"), before, after):
             if old is not None and new is not None and new > old:
