@@ -14,7 +14,11 @@ wrong row cannot pass for a good one.
 - ``strict``: deepgym's docker mode, a fresh container per sample, prewarmed (the default).
 - ``strict-cold``: the same with every container started on demand (``DEEPGYM_DOCKER_PREWARM=0``).
 - ``docker-exec``: docker through the generic create-and-exec path (``DEEPGYM_DOCKER_EXEC=1``).
+- ``warm``: deepgym's warm mode (``isolation="process"``, docs/warm.md): long-lived containers, a fresh
+  process under a fresh uid per sample.
 - ``local``: deepgym's local mode (no isolation at all; ``DEEPGYM_ALLOW_LOCAL=1``).
+- ``subprocess``: no deepgym and no isolation: one bare ``python3`` process per sample on this host runs the
+  solution on the environment's hidden cases (function environments only), the floor any sandbox adds to.
 - ``0.6.2-local``, ``0.6.2-docker``: DeepGym 0.6.2 from PyPI, installed into a separate virtualenv
   (``python3 -m venv /tmp/dg062 && /tmp/dg062/bin/pip install deepgym==0.6.2``; its local mode needs
   ``bwrap``), given with ``--deepgym062 PYTHON``. It gets the same solutions as plain code (it does not
@@ -24,7 +28,8 @@ wrong row cannot pass for a good one.
 Figures per row: samples/s, p50 and p95 latency, CPU seconds per sample of the whole host (deepgym, the engine,
 the containers: /proc/stat, so other load on the host counts too) and the ratio to the ``engine`` row; at the
 end, the ratios that matter (strict to the engine and to DeepGym 0.6.2's docker mode, local to its local
-mode, strict before and after a change).
+mode, warm to strict, local, DeepGym 0.6.2's local mode and the bare subprocess, strict before and after a
+change).
 
 **Part 2, admission.** ``--admission-processes`` processes offer 20 times the bound (``--bound``, default the CPU
 count) at once through verl's ``compute_score``, half busy loops and half right answers, and the outcome
@@ -57,8 +62,8 @@ from deepgym import DeepGym, load_environment
 from deepgym.check import as_response
 from deepgym.images import build, image_name
 
-DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "local")
-ROWS = ("engine", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
+DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "warm", "local")
+ROWS = ("engine", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
 BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```"
 
 
@@ -101,11 +106,13 @@ def run_deepgym(row: str, env: str, n: int, parallel: int) -> dict[str, float]:
     os.environ["DEEPGYM_DOCKER_PREWARM"] = "0" if row == "strict-cold" else str(parallel)
     environment = load_environment(env)
     samples = [(as_response(environment, code), right) for code, right in solutions(env, n)]
+    # Only the warm row names an isolation: a baseline checkout without warm mode runs every other row.
+    options = {"isolation": "process"} if row == "warm" else {}
     with DeepGym(mode="local" if row == "local" else "docker", max_parallel=parallel) as gym:
-        gym.judge(env, samples[0][0])  # warm-up: image inspection, the first connections, the pool
+        gym.judge(env, samples[0][0], **options)  # warm-up: image inspection, the first connections, the pool
 
         def judge(sample: tuple[str, bool]) -> bool:
-            outcome = gym.judge(env, sample[0])
+            outcome = gym.judge(env, sample[0], **options)
             return outcome.has_verdict and (outcome.score == 1.0) == sample[1]
 
         return timed(judge, samples, parallel)
@@ -136,6 +143,35 @@ def run_engine(env: str, n: int, parallel: int) -> dict[str, float]:
         return timed(judge, list(range(n)), parallel)
     finally:
         api.close()
+
+
+# The bare subprocess row's program: the cases as JSON on stdin, the solution in argv; prints 1 when all pass.
+BARE = textwrap.dedent('''
+    import json, sys
+    cases, namespace = json.load(sys.stdin), {}
+    exec(compile(sys.argv[1], "solution.py", "exec"), namespace)
+    function = namespace[sys.argv[2]]
+    print(int(all(function(*case["args"]) == case["expected"] for case in cases)))
+''')
+
+
+def run_subprocess(env: str, n: int, parallel: int) -> dict[str, float]:
+    """One bare ``python3`` per sample on this host, no sandbox, no deepgym: the cost of a fresh process."""
+    environment = load_environment(env)
+    if environment.kind != "function":
+        raise SystemExit(f"the subprocess row runs function environments only, not {env} ({environment.kind})")
+    namespace: dict = {}
+    exec(compile((environment.tests_dir / "cases.py").read_text(), "cases.py", "exec"), namespace)
+    cases = json.dumps([{"args": case["args"], "expected": case["expected"]} for case in namespace["cases"](0)])
+
+    def judge(sample: tuple[str, bool]) -> bool:
+        result = subprocess.run([sys.executable, "-I", "-S", "-c", BARE, sample[0], environment.entry_point],
+                                input=cases, capture_output=True, text=True)
+        return (result.stdout.strip() == "1") == sample[1]
+
+    samples = solutions(env, n)
+    judge(samples[0])
+    return timed(judge, samples, parallel)
 
 
 # DeepGym 0.6.2's rows, run by its own interpreter: samples as JSON on stdin, the figures as JSON on stdout.
@@ -244,8 +280,8 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["coin_change", "patch_csv_quoting", "prog_max_subarray"])
     parser.add_argument("-n", type=int, default=64, help="samples of the first environment per row (%(default)s)")
     parser.add_argument("--n-others", type=int, default=16, help="samples of each other environment (%(default)s)")
-    parser.add_argument("--rows", nargs="+", default=["engine", "strict", "strict-cold", "local", "0.6.2-local",
-                                                      "0.6.2-docker"], choices=ROWS)
+    parser.add_argument("--rows", nargs="+", default=["engine", "subprocess", "strict", "strict-cold", "warm", "local",
+                                                      "0.6.2-local", "0.6.2-docker"], choices=ROWS)
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
     parser.add_argument("--deepgym062", metavar="PYTHON", help="DeepGym 0.6.2's interpreter, for its rows")
     parser.add_argument("--baseline", metavar="PATH:TAG", help="also run each deepgym row with the deepgym at PATH "
@@ -276,9 +312,12 @@ def main() -> None:
                     runs = []
                     if row == "engine":
                         runs.append((row, run_engine, (env, n, parallel)))
+                    elif row == "subprocess":
+                        if load_environment(env).kind == "function":
+                            runs.append((row, run_subprocess, (env, n, parallel)))
                     elif row in DEEPGYM_ROWS:
                         runs.append((row, run_deepgym, (row, env, n, parallel)))
-                        if args.baseline:
+                        if args.baseline and row != "warm":
                             checkout, _, tag = args.baseline.rpartition(":")
                             runs.append((f"{row} (baseline)", run_baseline, (checkout, tag, row, env, n, parallel)))
                     elif args.deepgym062 and env == "coin_change":  # DeepGym 0.6.2 has no such patch/program env
@@ -299,7 +338,8 @@ def main() -> None:
                 values = rates.get(f"{env} {label} {parallel}")
                 return statistics.mean(values) if values else None
             for this, that in (("strict", "engine"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
-                               ("local", "0.6.2-local"), ("strict", "strict (baseline)")):
+                               ("local", "0.6.2-local"), ("strict", "strict (baseline)"), ("warm", "strict"),
+                               ("warm", "local"), ("warm", "0.6.2-local"), ("warm", "subprocess")):
                 if mean(this) and mean(that):
                     print(f"  {env} parallel {parallel}: {this} / {that} = {mean(this) / mean(that):.2f}")
     if args.rounds > 1:

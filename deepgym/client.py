@@ -22,7 +22,7 @@ from .accounting import NoVerdictMonitor
 from .admission import Admission
 from .environments import Environment, load_environment
 from .extract import check_reasoning, extract_code, extract_patch
-from .judging import Images, judge
+from .judging import Images, isolation_for, judge
 from .pushed import pinned_refs
 from .rows import RowTask
 from .runner.protocol import Request
@@ -102,14 +102,16 @@ class DeepGym:
         return self.provider.name
 
     def judge(self, env: str | Environment | RowTask, response: str, *, variant: int = 0,
-              reasoning: str = "auto") -> Outcome:
+              reasoning: str = "auto", isolation: str | None = None) -> Outcome:
         """The outcome for one response, returned rather than raised. Counted by ``self.monitor``, which warns
         when more than 5 samples in a block of 100 have no verdict. ``reasoning`` is ``open`` when the prompt
         opened ``<think>`` (DeepSeek-R1, Qwen3 templates), see :mod:`deepgym.extract`; it is per call, so one
         client serves prompts of either kind. ``env`` may be a dataset row's tests
-        (:func:`deepgym.rows.row_task`), judged in the runtime image."""
+        (:func:`deepgym.rows.row_task`), judged in the runtime image. ``isolation`` is ``container`` (a fresh
+        container per sample) or ``process`` (a warm container, docs/warm.md); default: the manifest's."""
         task = env if isinstance(env, RowTask) else None
         env = task.environment if task is not None else load_environment(env)
+        isolation = isolation_for(env, isolation, self.provider)
         if not 0 <= variant < env.variants:
             raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
                              f"0 to {env.variants - 1}")
@@ -126,7 +128,8 @@ class DeepGym:
                           tests=task.tests if task is not None else None)
         started = time.monotonic()
         try:
-            observation = judge(self.provider, env, request, self.images, admission=self.admission)
+            observation = judge(self.provider, env, request, self.images, admission=self.admission,
+                                isolation=isolation)
         except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
             log.error("provider %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
             observation = Observation(runtime=self.backend, infra_error="verifier_error",
@@ -137,15 +140,16 @@ class DeepGym:
         return outcome
 
     def run(self, env: str | Environment | RowTask, response: str, *, variant: int = 0,
-            reasoning: str = "auto") -> Verdict:
+            reasoning: str = "auto", isolation: str | None = None) -> Verdict:
         """The verdict for one response. Raises NoVerdictError when the infrastructure failed."""
-        outcome = self.judge(env, response, variant=variant, reasoning=reasoning)
+        outcome = self.judge(env, response, variant=variant, reasoning=reasoning, isolation=isolation)
         if isinstance(outcome, NoVerdictError):
             raise outcome
         return outcome
 
     def run_batch(self, env: str | Environment | RowTask | Sequence[RowTask], responses: Iterable[str], *,
-                  variant: int = 0, max_parallel: int | None = None, reasoning: str = "auto") -> BatchResult:
+                  variant: int = 0, max_parallel: int | None = None, reasoning: str = "auto",
+                  isolation: str | None = None) -> BatchResult:
         """Outcomes for many responses, in order; an entry without a verdict has ``has_verdict`` False. ``env``
         may also be a list of dataset rows' tests, one per response (each row judged with its own)."""
         check_reasoning(reasoning)
@@ -158,8 +162,8 @@ class DeepGym:
             tasks = [env if isinstance(env, RowTask) else load_environment(env)] * len(responses)
         workers = max(1, min(max_parallel or self.max_parallel, len(responses)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
-            return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning),
-                                        zip(tasks, responses)))
+            return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning,
+                                                               isolation=isolation), zip(tasks, responses)))
 
     def session(self, env: str | Environment, variant: int = 0):
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager

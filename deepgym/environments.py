@@ -32,6 +32,8 @@ limits         no        any of the :class:`~deepgym.runner.protocol.Limits` fie
 tags           no        list of strings
 variants       no        how many seeded variants ``cases(variant)`` knows (default 1); pick one per call
 session        no        session environments only: any of the :class:`SessionLimits` fields
+isolation      no        ``container`` (default: a fresh container per sample) or ``process`` (warm
+                         containers, one fresh uid per sample; docs/warm.md); not for sessions
 =============  ========  ==============================================================================
 """
 
@@ -52,7 +54,8 @@ from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants",
-         "session"}
+         "session", "isolation"}
+ISOLATIONS = ("container", "process")
 SESSION_FILES = ("verify.py", "session.json")
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
@@ -119,6 +122,8 @@ class Environment:
     variants: int = 1
     session: SessionLimits | None = None
     """The episode's budgets; set exactly for ``session`` environments."""
+    isolation: str = "container"
+    """How its samples are isolated unless a call says otherwise (docs/warm.md)."""
 
     @property
     def image(self) -> str:
@@ -234,6 +239,11 @@ def parse_manifest(path: Path) -> Environment:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise _fail(path, "tags", "must be a list of strings", "write tags: [a, b]")
     limits = _limits(path, data.get("limits"))
+    isolation = data.get("isolation", "container")
+    if isolation not in ISOLATIONS:
+        raise _fail(path, "isolation", f"{isolation!r} is not a known isolation", f"use one of {', '.join(ISOLATIONS)}")
+    if data["kind"] == "session" and isolation != "container":
+        raise _fail(path, "isolation", "a session's episode has a container of its own", "remove the key")
     session = None
     if data["kind"] == "session":
         session = _session(path, data.get("session"))
@@ -247,7 +257,8 @@ def parse_manifest(path: Path) -> Environment:
                         f"add {required} ({data['kind']} environments need it)")
     return Environment(id=env_id, kind=data["kind"], prompt=prompt_file.read_text(), path=folder,
                        entry_point=entry_point, title=str(data.get("title", "")), difficulty=difficulty,
-                       scoring=scoring, limits=limits, tags=tuple(tags), variants=variants, session=session)
+                       scoring=scoring, limits=limits, tags=tuple(tags), variants=variants, session=session,
+                       isolation=isolation)
 
 
 def _manifests() -> dict[str, Path]:

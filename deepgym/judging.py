@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .admission import Admission
-from .environments import Environment
+from .environments import ISOLATIONS, Environment
 from .images import HASH_LABEL, content_hash, hash_status
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
@@ -42,6 +42,8 @@ START_GRACE_S = 20.0
 STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
 # The image's entry point, spelled out: the one command every image-based provider runs.
 IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
+# Warm mode's containers run the runner as a server (deepgym/runner/serve.py, docs/warm.md).
+WARM_RUNNER = (*IMAGE_RUNNER, "serve")
 # Local mode runs the host's runner, from the same deepgym as this process (``-I`` ignores PYTHONPATH, so the
 # package's own folder is put first explicitly).
 LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
@@ -53,6 +55,22 @@ class ImageStale(SandboxError):
     """The image was built from other environment files than the host's."""
 
     error_type = "image_stale"
+
+
+def isolation_for(env: Environment, isolation: str | None, provider: Provider) -> str:
+    """How a sample of ``env`` is isolated: ``isolation`` when the call names one, else the manifest's.
+    ``process`` (warm containers) exists on the docker provider only: a manifest's ``process`` elsewhere means
+    ``container`` (stricter), a call's is refused. Local mode has no isolation either way."""
+    chosen = env.isolation if isolation is None else isolation
+    if chosen not in ISOLATIONS:
+        raise ValueError(f"unknown isolation {chosen!r}; use 'container' (a fresh container per sample, the "
+                         f"default) or 'process' (warm containers, docs/warm.md)")
+    if chosen == "process" and provider.name not in ("docker", "local"):
+        if isolation is None:
+            return "container"
+        raise ValueError(f"isolation='process' needs the docker provider, and this client judges on "
+                         f"{provider.name!r}; use isolation='container' or DeepGym('docker')")
+    return chosen
 
 
 def runner_argv(provider: Provider, env: Environment) -> list[str]:
@@ -131,18 +149,19 @@ def runner_exit(result: ExecResult) -> int | None:
 
 
 def judge(provider: Provider, env: Environment, request: Request, images: Images, *,
-          admission: Admission | None = None) -> Observation:
+          admission: Admission | None = None, isolation: str = "container") -> Observation:
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
     With ``admission``, the sandbox first waits for a slot (:mod:`deepgym.admission`); every clock of the
     sample starts once it has one. The host's deadline (the runner's own plus START_GRACE_S) is the exec's
     timeout; a command killed there has ``deadline_hit`` and no exit status, and the runner's heartbeats say
-    whose fault it was."""
+    whose fault it was. ``isolation="process"`` judges in a warm container of the docker provider
+    (:mod:`deepgym.sandbox.warm`), see :func:`isolation_for`."""
     with admission.slot() if admission is not None else contextlib.nullcontext():
-        return _judge(provider, env, request, images)
+        return _judge(provider, env, request, images, isolation)
 
 
-def _judge(provider: Provider, env: Environment, request: Request, images: Images) -> Observation:
+def _judge(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> Observation:
     started = time.monotonic()
     image_id: str | None = None
     image_status: str | None = None
@@ -152,9 +171,12 @@ def _judge(provider: Provider, env: Environment, request: Request, images: Image
         else:
             image_id, image_status = images.resolve(provider, env)
             spec = sandbox_spec(env, image_id)
-        result = provider.run(spec, runner_argv(provider, env),
-                              ExecOptions(stdin=request.to_json().encode() + b"\n",
-                                          timeout_s=request.limits.host_deadline_s + START_GRACE_S))
+        timeout_s = request.limits.host_deadline_s + START_GRACE_S
+        if isolation == "process" and provider.name != "local":
+            result = provider.warm_pool().run(spec, WARM_RUNNER, request, timeout_s)
+        else:
+            result = provider.run(spec, runner_argv(provider, env),
+                                  ExecOptions(stdin=request.to_json().encode() + b"\n", timeout_s=timeout_s))
     except SandboxError as exc:
         if isinstance(exc, ImageMissing):
             images.forget(env)

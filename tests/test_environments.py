@@ -66,6 +66,7 @@ def test_a_good_extra_environment_loads(extra_root):
     (GOOD + "limits: {disk_gb: 1}\n", "limits.disk_gb", "unknown limit"),
     (GOOD + "limits: {case_cpu_s: 5, total_cpu_s: 2}\n", "limits.total_cpu_s", "below case_cpu_s"),
     (GOOD + "limits: [1, 2]\n", "limits", "must be a mapping"),
+    (GOOD + "isolation: vm\n", "isolation", "not a known isolation"),
     ("id: [unclosed\n", "(file)", "not valid YAML"),
     ("- a list\n", "(file)", "must be a mapping"),
 ])

@@ -258,9 +258,9 @@ def reward_info(result: Any) -> dict[str, Any]:
 
 
 def _judge(env: str | Environment | RowTask, solution_str: str, variant: int, client: DeepGym,
-           reasoning: str) -> dict[str, Any]:
+           reasoning: str, isolation: str | None = None) -> dict[str, Any]:
     task = env if isinstance(env, RowTask) else get_environment(env)
-    outcome = client.judge(task, str(solution_str), variant=variant, reasoning=reasoning)
+    outcome = client.judge(task, str(solution_str), variant=variant, reasoning=reasoning, isolation=isolation)
     if not outcome.has_verdict:
         raise VerlNoVerdictError.wrap(outcome)
     return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
@@ -280,7 +280,8 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     submission is extracted by :mod:`deepgym.extract`'s rules (the last fenced block of the answer after the
     reasoning). ``mode`` (and, for ``local``, ``allow_local``) and ``reasoning`` (``auto``, or ``open`` when
     the chat template puts ``<think>`` in the prompt, as DeepSeek-R1's and Qwen3's do) come from
-    ``reward_kwargs``; other keyword arguments verl passes (``reward_router_address``...) are ignored.
+    ``reward_kwargs``, and so does ``isolation`` (``process`` for warm containers, docs/warm.md; default the
+    environment's); other keyword arguments verl passes (``reward_router_address``...) are ignored.
 
     Returns ``{score, passed, error, error_type}`` (see the module's docstring). Raises
     :class:`VerlNoVerdictError` when there is no verdict, :class:`~deepgym.errors.ConfigurationError` for a
@@ -289,9 +290,11 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     """
     if not (isinstance(extra_info, Mapping) and extra_info.get("environment")) and is_row_source(data_source):
         task = row_task(data_source, ground_truth, kwargs)
-        return _judge(task, solution_str, 0, get_client(mode, allow_local=allow_local), reasoning)
+        return _judge(task, solution_str, 0, get_client(mode, allow_local=allow_local), reasoning,
+                      kwargs.get("isolation"))
     name, variant = _environment_and_variant(data_source, extra_info)
-    return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning)
+    return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning,
+                  kwargs.get("isolation"))
 
 
 def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: DeepGym | None = None,
@@ -313,7 +316,8 @@ def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: D
         if chosen is None:
             chosen = _environment_and_variant(environment.id, extra_info)[1]
         client = dg or get_client(kwargs.get("mode", mode), allow_local=kwargs.get("allow_local"))
-        return _judge(environment, solution_str, chosen, client, kwargs.get("reasoning", reasoning))
+        return _judge(environment, solution_str, chosen, client, kwargs.get("reasoning", reasoning),
+                      kwargs.get("isolation"))
 
     bound_compute_score.__name__ = "compute_score"
     bound_compute_score.__qualname__ = f"make_verl_compute_score({environment.id!r})"

@@ -1,4 +1,5 @@
-"""Entry point: ``python3 -m deepgym_runner [--request FILE] [--env-dir DIR] [--scratch-root DIR] [--unconfined]``.
+"""Entry point: ``python3 -m deepgym_runner [--request FILE] [--env-dir DIR] [--scratch-root DIR] [--unconfined]``,
+or ``python3 -m deepgym_runner serve`` for warm mode's long-lived server (:mod:`serve`).
 
 Reads one request (stdin by default), writes protocol events to stdout, exits 0 whenever it wrote a report
 and the final ``done`` event (whatever the verdict) and 2 when the request itself was unreadable.
@@ -41,6 +42,11 @@ def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        from .serve import main as serve
+
+        return serve(argv[1:])
     parser = argparse.ArgumentParser(prog="deepgym_runner", description=__doc__)
     parser.add_argument("--request", help="read the request from this file instead of stdin")
     parser.add_argument("--env-dir", default=DEFAULT_ENV_DIR, help="the hidden tests (default: %(default)s)")
@@ -55,6 +61,16 @@ def main(argv: list[str] | None = None) -> int:
                 raw = f.read()
         else:
             raw = sys.stdin.buffer.read()
+    except OSError as exc:
+        print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
+        return 2
+    return judge_request(raw, args.env_dir, args.scratch_root, confined=not args.unconfined)
+
+
+def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool) -> int:
+    """Judge the request ``raw`` and write its events on stdout: the whole life of a one-shot runner, and of
+    each child of warm mode's server (:mod:`serve`). Returns the exit status."""
+    try:
         request = Request.from_json(raw)
     except Exception as exc:  # noqa: BLE001 - anything unreadable is the host's problem, reported on stderr
         print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
@@ -68,24 +84,22 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
 
     heartbeat = judge.Heartbeat(emit)
-    confined = not args.unconfined
     try:
-        problem = environment_problem(args.env_dir, request.kind, confined)
+        problem = environment_problem(env_dir, request.kind, confined)
         if problem is None and confined:
             problem = drop_privileges()
         if problem is None:
-            problem = request.problem(os.geteuid() if confined else -1, args.scratch_root)
+            problem = request.problem(os.geteuid() if confined else -1, scratch_root)
         if problem is not None:
             report = judge.no_verdict("verifier_error", problem)
         else:
             emit(STARTED)
-            report = judge.run(request, args.env_dir, confined, args.scratch_root, emit, heartbeat)
+            report = judge.run(request, env_dir, confined, scratch_root, emit, heartbeat)
     except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
         report = judge.no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
     emit(REPORT, {"report": report})
     emit(DONE, heartbeat.facts())
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -324,6 +324,18 @@ class Budget:
         return None
 
 
+def ancestors() -> tuple[int, ...]:
+    """The pids of this process's parent, its parent's parent and so on, within its pid namespace: the
+    container's init (pid 1) when the runner is its child, and warm mode's server (:mod:`serve`) between
+    them. Empty when the parent lives outside the namespace (``docker exec``: parent pid 0)."""
+    chain, pid = [], os.getppid()
+    while pid > 0 and pid not in chain:
+        chain.append(pid)
+        ids = process_ids(pid)
+        pid = 0 if ids is None else ids[1]
+    return tuple(chain)
+
+
 class Sandbox:
     """Spawns untrusted processes as ``uid`` (or ``applier_uid``) and keeps track of everything they start.
     ``homes`` maps a uid to its own directory, its processes' HOME and TMPDIR."""
@@ -345,8 +357,12 @@ class Sandbox:
         self._procs_ours: str | None = None  # cgroup.procs when every process in it was last found ours
         self._offset: float | None = None
         self._last_cpu_s = 0.0
+        self._ancestors = ancestors()
         self._init_cpu0 = self._init_cpu_s()
-        self._cgroup_ours()
+        # What the cgroup counted before this sample: a warm container's earlier samples, or nothing much.
+        self._cgroup_base = 0.0
+        if self._cgroup_ours():
+            self._cgroup_base = max(0.0, (cgroup_cpu_s() or 0.0) - time.process_time())
         self._oom0 = self.oom_kills()
         self._psi0 = psi_cpu_stall_s()
 
@@ -407,17 +423,14 @@ class Sandbox:
                 self._seen_cpu[(pid, st.start)] = st.cpu_s
         return sum(self._seen_cpu.values())
 
-    @staticmethod
-    def _init_cpu_s() -> float:
-        """The container init's own CPU seconds (it is in the cgroup too), 0 when the runner has no init."""
-        if os.getppid() != 1:
-            return 0.0
-        init = _stat(1)
-        return 0.0 if init is None else init.own_cpu_s
+    def _init_cpu_s(self) -> float:
+        """The own CPU seconds of the runner's ancestors in the container (its init; in warm mode the server
+        too): they are in the cgroup as well, and none of it is the submission's."""
+        return sum(stat.own_cpu_s for pid in self._ancestors if (stat := _stat(pid)) is not None)
 
     def cgroup_is_ours(self) -> bool:
-        """Whether every process in the runner's cgroup is the runner, its init (pid 1, when it is the
-        runner's parent), a child of the runner not yet switched to its uid, or of the request's uids.
+        """Whether every process in the runner's cgroup is the runner, one of its :func:`ancestors` (the init,
+        warm mode's server; their own CPU is subtracted), a child of the runner not yet switched to its uid, or of the request's uids.
 
         A provider's daemon (E2B's envd, Daytona's toolbox) or a session's services may share the cgroup,
         and the cgroup cannot tell their CPU from the submission's: a single one of them makes the counters
@@ -432,10 +445,10 @@ class Sandbox:
             return False
         if text == self._procs_ours:
             return True  # the same processes as at the last check, which were all ours
-        own, init = os.getpid(), 1 if os.getppid() == 1 else None
+        own = os.getpid()
         for token in text.split():
             pid = int(token)
-            if pid in (own, init):
+            if pid == own or pid in self._ancestors:
                 continue
             ids = process_ids(pid)
             if ids is None:
@@ -465,7 +478,7 @@ class Sandbox:
                 total = cgroup_cpu_s()
                 if total is not None:
                     init = max(0.0, self._init_cpu_s() - self._init_cpu0)
-                    self._last_cpu_s = max(self._last_cpu_s, total - time.process_time() - init)
+                    self._last_cpu_s = max(self._last_cpu_s, total - time.process_time() - init - self._cgroup_base)
                     return self._last_cpu_s
                 self._cgroup_trusted = False
             measured = self._process_cpu_s(self.members())

@@ -47,6 +47,7 @@ from ..admission import engine_key
 from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 from .prewarm import REFILLERS, Attached, Prewarm, prewarm_size
+from .warm import WarmPool
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -219,6 +220,7 @@ class DockerProvider(Provider):
     def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,
                  docker_host: str | None = None):
         self.docker_host = docker_host
+        self.max_parallel = max_parallel
         self.run_id = os.urandom(6).hex()
         self.host = socket.gethostname()
         self.namespace = pid_namespace()
@@ -230,6 +232,14 @@ class DockerProvider(Provider):
         self._pool = max_parallel + 4 + (REFILLERS if size else 0)
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
+        self._warm: WarmPool | None = None
+
+    def warm_pool(self) -> WarmPool:
+        """Warm mode's containers (:mod:`deepgym.sandbox.warm`), made on first use."""
+        with self._lock:
+            if self._warm is None:
+                self._warm = WarmPool(self)
+            return self._warm
 
     def api(self) -> docker.APIClient:
         """The engine's API client, created on first use and again after a failure (the engine may return)."""
@@ -374,9 +384,11 @@ class DockerProvider(Provider):
             api.remove_container(container, force=True)
 
     def close(self) -> None:
-        """Remove this run's containers still alive (prewarmed ones too) and close the connection."""
+        """Remove this run's containers still alive (prewarmed and warm ones too) and close the connection."""
         if self.prewarm is not None:
             self.prewarm.close()
+        if self._warm is not None:
+            self._warm.close()
         if self._api is None:
             return
         with contextlib.suppress(SandboxError):

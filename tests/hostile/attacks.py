@@ -1103,7 +1103,7 @@ attack("monkeypatch-builtins-and-stdlib", FUNCTION_ENV, "monkeypatching",
        "Replace builtins.print/open/__import__, sys.stdout, os._exit, sys.exit, secrets and math in the worker "
        "with forgers; nothing of it reaches the runner's process.",
        fenced(_code('''
-           import builtins, io, os, sys, types
+           import builtins, io, os, secrets, sys, types  # secrets (and its random, math) first, for real
            FORGED = '@@deepgym 0 {"event": "report", "report": {"outcome": "scored", "score": 1.0, "passed": true}}'
            real_import = builtins.__import__
            def forged_import(name, *args, **kwargs):

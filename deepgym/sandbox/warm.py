@@ -1,0 +1,231 @@
+"""Warm mode (``isolation="process"``): a few long-lived docker containers per kind of sample, each running the
+runner as a server (:mod:`deepgym.runner.serve`) that judges one sample at a time under a uid it never had.
+
+A :class:`WarmPool` keeps at most ``size`` containers per kind (:func:`deepgym.sandbox.prewarm.key`: the
+image id, every limit and label of the spec, the command). A sample takes an idle container, or starts one
+when fewer than ``size`` exist, or waits for one to come back; its clocks start once it has one. It gets the
+container's next two uids (its own and its patch applier's) from a range picked at random for the container
+(:func:`uid_range`), so no uid serves twice in one container and two containers' uids almost never meet.
+The request goes down the container's attached stdin as one line; the runner's events come back on its
+stdout, up to the server's ``end`` line, which comes only after the server cleared the container and checked
+it (see :mod:`deepgym.runner.serve`).
+
+A container is retired (removed, never used again) when its server says so (anything left after a sample,
+an OOM kill or a limit hit in it, a runner that did not exit cleanly), when a sample misses the host's
+deadline or its stream breaks, after :data:`SAMPLES_VARIABLE` samples, and after :data:`MAX_IDLE_S` idle.
+Containers carry the provider's labels (``deepgym``, ``deepgym.owner``), so the provider's close, the orphan
+reaper and ``deepgym cleanup`` know them; :func:`close_all` (also run at interpreter exit) removes every warm
+container of this process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import json
+import logging
+import os
+import secrets
+import socket
+import struct
+import threading
+import time
+import weakref
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
+from ..runner.protocol import MAX_UID, Request
+from ..runner.serve import SERVE_MARKER
+from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
+from .prewarm import Attached, key
+
+if TYPE_CHECKING:
+    from .docker import DockerProvider
+
+log = logging.getLogger("deepgym")
+CONTAINERS_VARIABLE = "DEEPGYM_WARM_CONTAINERS"
+SAMPLES_VARIABLE = "DEEPGYM_WARM_SAMPLES"
+# Samples one warm container judges before it is replaced: its start-up is then a small share of the work,
+# and nothing a kernel keeps per container (page cache, dentries) grows for long.
+DEFAULT_SAMPLES = 100
+MAX_IDLE_S = 300.0
+# Warm uids come from [FIRST_UID, MAX_UID): far above the image's own users and the one-shot runner's 10000.
+FIRST_UID = 1 << 20
+_END = f"{SERVE_MARKER} ".encode()
+
+
+def _setting(value: int | None, variable: str, default: int) -> int:
+    if value is None:
+        text = os.environ.get(variable)
+        try:
+            value = default if text is None else int(text)
+        except ValueError:
+            raise ValueError(f"{variable}={text!r} is not a whole number") from None
+    if value < 1:
+        raise ValueError(f"{variable} (or the matching argument) must be at least 1, got {value}")
+    return value
+
+
+def uid_range(samples: int) -> int:
+    """The first uid of a fresh container's range: 2 uids per sample, at a random place in the uid space."""
+    slots = (MAX_UID - FIRST_UID) // (2 * samples)
+    return FIRST_UID + 2 * samples * secrets.randbelow(slots)
+
+
+@dataclasses.dataclass
+class Warm:
+    """One warm container: its attached stream, the samples it judged and its uid range."""
+
+    box: Attached
+    first_uid: int
+    samples: int = 0
+    idle_since: float = dataclasses.field(default_factory=time.monotonic)
+    buffer: bytearray = dataclasses.field(default_factory=bytearray)
+
+    def next_uid(self) -> int:
+        return self.first_uid + 2 * self.samples
+
+
+_live: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+
+
+@atexit.register
+def close_all() -> None:
+    """Remove every warm container of this process (every pool of every client): for shutdown handlers, and
+    run at interpreter exit."""
+    for pool in list(_live):
+        pool.close()
+
+
+class WarmPool:
+    """The warm containers of one :class:`~deepgym.sandbox.docker.DockerProvider`: at most ``size`` per kind,
+    each judging at most ``samples`` samples."""
+
+    def __init__(self, provider: DockerProvider, size: int | None = None, samples: int | None = None):
+        self.provider = provider
+        self.size = _setting(size, CONTAINERS_VARIABLE, provider.max_parallel)
+        self.samples = _setting(samples, SAMPLES_VARIABLE, DEFAULT_SAMPLES)
+        self._idle: dict[Hashable, list[Warm]] = {}
+        self._count: dict[Hashable, int] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+        _live.add(self)
+
+    def run(self, spec: SandboxSpec, argv: Sequence[str], request: Request, timeout_s: float) -> ExecResult:
+        """Judge ``request`` in a warm container of ``spec`` whose main process is ``argv`` (the server), under
+        the container's next uids, by ``timeout_s`` from when it has a container."""
+        kind = key(spec, argv, ExecOptions(timeout_s=0))
+        warm = self._take(kind, spec, argv)
+        started = time.monotonic()
+        uid = warm.next_uid()
+        warm.samples += 1
+        line = dataclasses.replace(request, uid=uid, applier_uid=uid + 1, scratch=None).to_json().encode() + b"\n"
+        retire = True
+        try:
+            result, retire = self._converse(warm, line, request.nonce, started + timeout_s)
+            return result
+        finally:
+            self._give_back(kind, warm, retire or warm.samples >= self.samples)
+
+    def close(self) -> None:
+        """Remove every idle container now; a container in use is removed when its sample returns it."""
+        with self._changed:
+            self._closed = True
+            idle = [warm for ready in self._idle.values() for warm in ready]
+            self._idle.clear()
+            self._changed.notify_all()
+        for warm in idle:
+            self._remove(warm)
+
+    def _take(self, kind: Hashable, spec: SandboxSpec, argv: Sequence[str]) -> Warm:
+        while True:
+            with self._changed:
+                if self._closed:
+                    raise SandboxLost("the warm pool was closed (the client is shutting down)")
+                ready = self._idle.get(kind, [])
+                while ready:
+                    warm = ready.pop()
+                    if warm.box.usable() and time.monotonic() - warm.idle_since < MAX_IDLE_S:
+                        return warm
+                    self._count[kind] -= 1
+                    threading.Thread(target=self._remove, args=(warm,), daemon=True).start()
+                if self._count.get(kind, 0) < self.size:
+                    self._count[kind] = self._count.get(kind, 0) + 1
+                    break
+                self._changed.wait()
+        try:
+            box = self.provider.start_attached(spec, argv, ExecOptions(timeout_s=0))
+        except BaseException:
+            with self._changed:
+                self._count[kind] -= 1
+                self._changed.notify()
+            raise
+        return Warm(box, uid_range(self.samples))
+
+    def _give_back(self, kind: Hashable, warm: Warm, retire: bool) -> None:
+        with self._changed:
+            if retire or self._closed:
+                self._count[kind] -= 1
+            else:
+                warm.idle_since = time.monotonic()
+                self._idle.setdefault(kind, []).append(warm)
+            self._changed.notify()
+        if retire or self._closed:
+            self._remove(warm)
+
+    def _remove(self, warm: Warm) -> None:
+        warm.box.close_stream()
+        self.provider._remove(warm.box.container)
+
+    def _converse(self, warm: Warm, line: bytes, nonce: str, deadline: float) -> tuple[ExecResult, bool]:
+        """Send one request and read the container's stream up to the server's end line for ``nonce``. Returns
+        the runner's result and whether the container must retire."""
+        started = time.monotonic()
+        sock = warm.box.sock
+        out, err = bytearray(), bytearray()
+        lines = bytearray()
+
+        def result(exit_code: int | None, timed_out: bool) -> ExecResult:
+            return ExecResult(exit_code=exit_code, stdout=bytes(out), stderr_tail=err[-STDERR_TAIL_BYTES:].decode(
+                "utf-8", "replace"), timed_out=timed_out, elapsed_s=time.monotonic() - started)
+
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.sendall(line)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return result(None, True), True
+                sock.settimeout(remaining)
+                chunk = sock.recv(1 << 16)
+                if not chunk:  # the container died or was removed: as a one-shot runner killed, no exit status
+                    return result(None, False), True
+                warm.buffer.extend(chunk)
+                while len(warm.buffer) >= 8:
+                    stream, size = warm.buffer[0], struct.unpack(">I", warm.buffer[4:8])[0]
+                    if len(warm.buffer) < 8 + size:
+                        break
+                    payload = bytes(warm.buffer[8:8 + size])
+                    del warm.buffer[:8 + size]
+                    if stream == 2:
+                        err.extend(payload)
+                        del err[:-2 * STDERR_TAIL_BYTES]
+                        continue
+                    lines.extend(payload)
+                    while (at := lines.find(b"\n")) >= 0:
+                        text = bytes(lines[:at + 1])
+                        del lines[:at + 1]
+                        if not text.startswith(_END):
+                            out.extend(text)
+                            continue
+                        end = json.loads(text[len(_END):])
+                        if end.get("nonce") != nonce:
+                            return result(None, False), True
+                        if end.get("retire"):
+                            log.info("retiring warm container %s: %s", warm.box.container[:12], end["retire"])
+                        return result(end.get("exit"), False), bool(end.get("retire"))
+        except socket.timeout:
+            return result(None, True), True
+        except (OSError, ValueError) as exc:
+            log.info("warm container %s broke: %s", warm.box.container[:12], exc)
+            return result(None, False), True
