@@ -53,6 +53,9 @@ RUNNER_PIDS = 16
 HOST_GRACE_S = 30.0
 # A probe's wall-clock limit when session.json gives none (deepgym.runner.session's default too).
 PROBE_TIMEOUT_S = 10.0
+# Stopping a session's service supervisor (up to twice deepgym.runner.services.STOP_WAIT_S) and starting its
+# health check (deepgym.runner.session.HEALTH_GRACE_S).
+SERVICE_STOP_S = 20.0
 MAX_ACTION_CHARS = 64 << 10
 ACTION_STDOUT_BYTES = 1 << 20
 TIMED_OUT = "[timed out after {seconds:g} s]"
@@ -365,8 +368,10 @@ class Session:
         run the agent's code, so each may take its whole limit; the deadline never cuts them short."""
         config = json.loads((self.env.tests_dir / "session.json").read_text())
         probes = config.get("probes", {}).get(str(self.variant), [])
+        services = sum(service.check_timeout_s for service in self.env.services) + (
+            SERVICE_STOP_S if self.env.services else 0.0)
         return (self.limits.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
-                + HOST_GRACE_S)
+                + services + HOST_GRACE_S)
 
     def _session_runner(self, command: str, *, timeout_s: float) -> tuple[dict[str, Any] | None, bool]:
         """Run the in-sandbox session runner; returns (its report or None, whether it said ``in_play``).
@@ -374,7 +379,8 @@ class Session:
         nonce = secrets.token_hex(16)
         request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": WORKSPACE,
                    "variant": self.variant, "verify_timeout_s": self.limits.verify_timeout_s,
-                   "probe_timeout_s": PROBE_TIMEOUT_S}
+                   "probe_timeout_s": PROBE_TIMEOUT_S,
+                   "services": [service.to_request() for service in self.env.services]}
         result = self._box.exec([*SESSION_RUNNER, command], ExecOptions(stdin=json.dumps(request).encode(),
                                                                   timeout_s=timeout_s, user="0:0"))
         if result.exit_code is None and not result.timed_out:
