@@ -14,7 +14,7 @@ from deepgym import NoVerdictError
 from deepgym.environments import ManifestError, load_environment, parse_manifest
 from deepgym.images import build
 from deepgym.sandbox import ExecOptions
-from deepgym.session import action_sequences
+from deepgym.session import action_sequences, replay
 
 pytestmark = pytest.mark.docker
 FIXTURES = str(Path(__file__).resolve().parent / "session_envs")
@@ -235,3 +235,15 @@ def test_the_manifest_refuses_bad_services(tmp_path):
     env = parse_manifest(manifest)
     assert dataclasses.astuple(env.services[0])[:3] == (
         "inventory", ("python3", "-I", "-B", "/opt/deepgym/service/inventory.py", "service.ini"), 8080)
+
+
+@pytest.mark.filterwarnings("ignore:deepgym local mode:RuntimeWarning")
+def test_local_mode_runs_a_session_on_the_host_but_not_one_with_services():
+    from deepgym import DeepGym
+
+    with DeepGym(mode="local", allow_local=True) as local:
+        env = load_environment("shell_organise_files")
+        verdict = replay(local, env, action_sequences(env, "reference")[0])
+        with pytest.raises(ValueError, match="services, which need a sandbox's uids"):
+            local.session("shell_fix_config")
+    assert (verdict.score, verdict.runtime) == (1.0, "local"), verdict

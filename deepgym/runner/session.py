@@ -84,8 +84,22 @@ class SessionRequest:
     probe_timeout_s: float = 10.0
     services: tuple[dict[str, Any], ...] = ()
     """The manifest's services (:meth:`deepgym.environments.ServiceSpec.to_request`), in its order."""
+    unconfined: bool = False
+    """The host-side ``local`` mode: no uids, no privileges, the environment's files where the host has them
+    (``env_dir``, ``start_dir``), and nothing proved about what the agent left running. Unsafe by design."""
+    env_dir: str = ENV_DIR
+    start_dir: str = START_DIR
+
+    @property
+    def scratch(self) -> str:
+        """The folder the workspace and the verifier's folder live in."""
+        return os.path.dirname(self.workspace) if self.unconfined else SCRATCH_ROOT
 
     def problem(self) -> str | None:
+        if self.unconfined:
+            if not os.path.isabs(self.workspace) or self.services:
+                return "an unconfined session needs an absolute workspace and has no services"
+            return None
         uids = (self.agent_uid, self.verifier_uid)
         if any(isinstance(uid, bool) or not isinstance(uid, int) or uid < MIN_UID for uid in uids):
             return f"the session's uids {uids} must be integers of at least {MIN_UID}"
@@ -111,9 +125,13 @@ def quiesce(sandbox: Sandbox) -> str | None:
 
 def setup(request: SessionRequest) -> dict[str, Any]:
     """The agent's workspace, with the variant's starting files, owned by the agent."""
-    start = os.path.join(START_DIR, str(request.variant))
+    start = os.path.join(request.start_dir, str(request.variant))
     if not os.path.isdir(start):
         return {"ok": False, "error_type": "verifier_error", "details": f"the image has no {start}"}
+    if request.unconfined:
+        os.mkdir(request.workspace, 0o755)
+        _copy(start, request.workspace)
+        return {"ok": True}
     problem = make_dir(request.agent_uid, request.workspace, 0o755)
     if problem is None and as_user(request.agent_uid, lambda: _copy(start, request.workspace), timeout_s=60) != 0:
         problem = f"the starting files {start} could not be copied into {request.workspace}"
@@ -157,14 +175,14 @@ def _run(sandbox: Sandbox, argv: list[str], *, uid: int, cwd: str, stdin: bytes,
 
 def verify(request: SessionRequest, emit) -> dict[str, Any]:
     """One verification (see the module's docstring); returns the report."""
-    sandbox = Sandbox(True, uid=request.agent_uid, applier_uid=request.verifier_uid)
+    sandbox = Sandbox(not request.unconfined, uid=request.agent_uid, applier_uid=request.verifier_uid)
     sandbox.homes = {request.agent_uid: request.workspace}
     problem = quiesce(sandbox)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
-    with open(os.path.join(ENV_DIR, "session.json"), "rb") as f:
+    with open(os.path.join(request.env_dir, "session.json"), "rb") as f:
         config = json.loads(f.read())
-    with open(os.path.join(ENV_DIR, "verify.py"), "rb") as f:
+    with open(os.path.join(request.env_dir, "verify.py"), "rb") as f:
         verifier = f.read()
     emit(IN_PLAY)
     found = None
@@ -180,23 +198,33 @@ def verify(request: SessionRequest, emit) -> dict[str, Any]:
         problem = quiesce(sandbox)
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
-    folder = os.path.join(SCRATCH_ROOT, f"deepgym-verifier-{request.nonce[:16]}")
-    problem = make_dir(request.verifier_uid, folder, 0o700)
+    folder = os.path.join(request.scratch, f"deepgym-verifier-{request.nonce[:16]}")
+    if request.unconfined:
+        os.mkdir(folder, 0o700)
+        problem = None
+    else:
+        problem = make_dir(request.verifier_uid, folder, 0o700)
     if problem is not None:
-        return _no_room(problem)
+        return _no_room(problem, request.scratch)
     try:
         # The probes' output is the agent's and may be large: it goes in a file, not through a pipe.
         given = json.dumps({"workspace": request.workspace, "variant": request.variant, "probes": probes,
                             **({} if found is None else {"services": found})}).encode()
-        if as_user(request.verifier_uid, lambda: _write(os.path.join(folder, "verify.py"), verifier)
-                   or _write(os.path.join(folder, "request.json"), given)) != 0:
-            return _no_room("the verifier and its request could not be written to its folder")
+        def write() -> int:
+            return _write(os.path.join(folder, "verify.py"), verifier) or _write(os.path.join(folder, "request.json"),
+                                                                               given)
+
+        if (write() if request.unconfined else as_user(request.verifier_uid, write)) != 0:
+            return _no_room("the verifier and its request could not be written to its folder", request.scratch)
         sandbox.homes[request.verifier_uid] = folder
         ran = _run(sandbox, [sys.executable, "-I", "-B", "-c", HARNESS, folder], uid=request.verifier_uid, cwd="/",
                    stdin=b"", timeout_s=request.verify_timeout_s, keep=VERIFIER_OUTPUT_BYTES)
     finally:
         quiesce(sandbox)
-        remove_dir(request.verifier_uid, folder)
+        if request.unconfined:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            remove_dir(request.verifier_uid, folder)
     return _with_services(_report(ran, request), found)
 
 
@@ -283,13 +311,13 @@ def _with_services(report: dict[str, Any], found: dict[str, Any] | None) -> dict
     return {**report, "cases": cases + list(report.get("cases", []))}
 
 
-def _no_room(problem: str) -> dict[str, Any]:
+def _no_room(problem: str, scratch: str = SCRATCH_ROOT) -> dict[str, Any]:
     """The verifier's folder could not be made: the agent's doing when it filled the scratch file system
     (blocks or inodes), ours otherwise."""
-    space = os.statvfs(SCRATCH_ROOT)
+    space = os.statvfs(scratch)
     if space.f_bavail * space.f_frsize < 1 << 20 or space.f_favail < 16:
         return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
-                "details": f"the agent filled {SCRATCH_ROOT}, so the verifier had no room to run"}
+                "details": f"the agent filled {scratch}, so the verifier had no room to run"}
     return {"error_type": "verifier_error", "details": problem}
 
 
@@ -345,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        problem = request.problem() or drop_privileges()
+        problem = request.problem() or (None if request.unconfined else drop_privileges())
         if problem is not None:
             report: dict[str, Any] = {"error_type": "verifier_error", "details": problem}
         elif argv == ["setup"]:
