@@ -516,12 +516,6 @@ class Sandbox:
                 except BlockingIOError:  # the uids hold every pid the sandbox allows: the next round retries
                     pass
             return
-        for session in self._sessions:  # unconfined: the sessions it started (what left them escapes)
-            try:
-                os.killpg(session, signal.SIGKILL)
-            except OSError:
-                pass
-
     def _signal_members(self, sig: int) -> list[int]:
         """Send ``sig`` to each process of the request's uids, one by one (stopping them all first keeps the
         sweep ahead of a fork bomb; :func:`privileges.kill_uid` then gets what was forked in between), and

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 import traceback
@@ -171,6 +172,11 @@ def _run(sandbox: Sandbox, argv: list[str], *, uid: int, cwd: str, stdin: bytes,
                 "stdout": supervised.text("stdout"), "stderr": supervised.text("stderr")[-2000:]}
     finally:
         supervised.close()
+        if not sandbox.confined:  # no uid to sweep: its session, which a setsid() of its own escapes
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def verify(request: SessionRequest, emit) -> dict[str, Any]:
