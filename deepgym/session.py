@@ -22,6 +22,11 @@ returns its partial output and ``[timed out after N s]`` and the episode goes on
 or ``episode_s`` after the first observation (the model's own thinking time included), the episode is done.
 deepgym enforces them, because verl's loop has no timeout anywhere.
 
+**Services** an environment declares (a server the task asks for) are started by a trusted supervisor at
+the agent's request, survive the kill of the agent's processes, and are checked at grading
+(:mod:`deepgym.runner.services`). **Local mode** (``DeepGym(mode="local", allow_local=True)``) runs an
+episode on the host with none of this isolation, for developing an environment only (docs/sessions.md).
+
 **Failures** are decided in one table, :func:`failure_result`.
 """
 
