@@ -65,6 +65,7 @@ group "environments" {
     "prog_range_sum_queries",
     "prog_shortest_grid_path",
     "shell_find_largest",
+    "shell_fix_config",
     "shell_organise_files",
     "shell_repair_script",
     "shortest_path",
@@ -228,6 +229,13 @@ target "shell_find_largest" {
   context  = "environments/shell_find_largest"
   tags     = [image("shell_find_largest")]
   labels   = environment_labels("shell_find_largest")
+}
+
+target "shell_fix_config" {
+  inherits = ["_environment"]
+  context  = "environments/shell_fix_config"
+  tags     = [image("shell_fix_config")]
+  labels   = environment_labels("shell_fix_config")
 }
 
 target "shell_organise_files" {

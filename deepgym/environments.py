@@ -34,6 +34,8 @@ variants       no        how many seeded variants ``cases(variant)`` knows (defa
 session        no        session environments only: any of the :class:`SessionLimits` fields
 isolation      no        ``container`` (default: a fresh container per sample) or ``process`` (warm
                          containers, one fresh uid per sample; docs/warm.md); not for sessions
+services       no        session environments only: a list of :class:`ServiceSpec` mappings, the services
+                         the agent starts by name and the final verification checks (docs/sessions.md)
 =============  ========  ==============================================================================
 """
 
@@ -54,7 +56,7 @@ from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants",
-         "session", "isolation"}
+         "session", "isolation", "services"}
 ISOLATIONS = ("container", "process")
 SESSION_FILES = ("verify.py", "session.json")
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
@@ -100,6 +102,61 @@ class SessionLimits:
     """Longest observation text: longer output keeps its head and tail around a marker."""
 
 
+@dataclass(frozen=True)
+class ServiceSpec:
+    """A service of a session environment: a server the agent starts by name (``deepgym-service start NAME``)
+    that must still be running, and answer its health check, when the episode is graded.
+
+    The supervisor runs ``command`` (the environment's, not the agent's) as a uid of its own in the agent's
+    workspace, so it serves from the files the agent left (deepgym/runner/services.py)."""
+
+    name: str
+    command: tuple[str, ...]
+    port: int
+    """The loopback TCP port the health check connects to."""
+    health_path: str = "/"
+    """The HTTP path of the health check: it passes on status 200."""
+    check_timeout_s: float = 5.0
+    """The health check's whole wall-clock limit (connect, request, the answer to its end)."""
+
+    def to_request(self) -> dict[str, Any]:
+        return {"name": self.name, "command": list(self.command), "port": self.port,
+                "health_path": self.health_path, "check_timeout_s": self.check_timeout_s}
+
+
+MAX_SERVICES = 4
+SERVICE_KEYS = ("name", "command", "port", "health_path", "check_timeout_s")
+
+
+def _services(path: Path, raw: Any) -> tuple[ServiceSpec, ...]:
+    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_SERVICES:
+        raise _fail(path, "services", f"must be a list of 1 to {MAX_SERVICES} mappings",
+                    "write `- {name: web, command: [...], port: 8080}` items")
+    services = []
+    for index, item in enumerate(raw):
+        key = f"services[{index}]"
+        if not isinstance(item, dict) or sorted(set(item) - set(SERVICE_KEYS)):
+            raise _fail(path, key, "must be a mapping of known keys", f"use {', '.join(SERVICE_KEYS)}")
+        name, command, port = item.get("name"), item.get("command"), item.get("port")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _fail(path, f"{key}.name", f"{name!r} is not a valid name", "use lowercase letters, digits and _")
+        if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+            raise _fail(path, f"{key}.command", "must be a non-empty list of strings", "write the argv as a list")
+        if isinstance(port, bool) or not isinstance(port, int) or not 1024 <= port <= 65535:
+            raise _fail(path, f"{key}.port", f"{port!r} is not a port from 1024 to 65535",
+                        "give the unprivileged loopback port the service listens on")
+        health = item.get("health_path", "/")
+        if not isinstance(health, str) or not health.startswith("/") or any(c.isspace() for c in health):
+            raise _fail(path, f"{key}.health_path", f"{health!r} is not an HTTP path", "start it with /")
+        timeout = item.get("check_timeout_s", 5.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0.5 <= timeout <= 60:
+            raise _fail(path, f"{key}.check_timeout_s", f"{timeout!r} is out of range", "give 0.5 to 60 seconds")
+        services.append(ServiceSpec(name, tuple(command), port, health, float(timeout)))
+    if len({s.name for s in services}) < len(services) or len({s.port for s in services}) < len(services):
+        raise _fail(path, "services", "two services share a name or a port", "give each its own")
+    return tuple(services)
+
+
 SESSION_RANGES: dict[str, tuple[float, float]] = {
     "max_steps": (1, 1000), "step_timeout_s": (0.5, 3600), "episode_s": (1, 86400), "verify_timeout_s": (1, 3600),
     "output_chars": (256, 1 << 20)}
@@ -124,6 +181,8 @@ class Environment:
     """The episode's budgets; set exactly for ``session`` environments."""
     isolation: str = "container"
     """How its samples are isolated unless a call says otherwise (docs/warm.md)."""
+    services: tuple[ServiceSpec, ...] = ()
+    """The services a session's agent starts and the final verification checks."""
 
     @property
     def image(self) -> str:
@@ -249,6 +308,11 @@ def parse_manifest(path: Path) -> Environment:
         session = _session(path, data.get("session"))
     elif "session" in data:
         raise _fail(path, "session", f"{data['kind']} tasks have no session budgets", "remove the key")
+    services: tuple[ServiceSpec, ...] = ()
+    if "services" in data:
+        if data["kind"] != "session":
+            raise _fail(path, "services", f"{data['kind']} tasks have no services", "remove the key")
+        services = _services(path, data["services"])
     required_files = SESSION_FILES if data["kind"] == "session" else REQUIRED_FILES[data["kind"]]
     starts = [f"start/{variant}" for variant in range(variants)] if data["kind"] == "session" else []
     for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in required_files), *starts):
@@ -258,7 +322,7 @@ def parse_manifest(path: Path) -> Environment:
     return Environment(id=env_id, kind=data["kind"], prompt=prompt_file.read_text(), path=folder,
                        entry_point=entry_point, title=str(data.get("title", "")), difficulty=difficulty,
                        scoring=scoring, limits=limits, tags=tuple(tags), variants=variants, session=session,
-                       isolation=isolation)
+                       isolation=isolation, services=services)
 
 
 def _manifests() -> dict[str, Path]:

@@ -22,6 +22,11 @@ returns its partial output and ``[timed out after N s]`` and the episode goes on
 or ``episode_s`` after the first observation (the model's own thinking time included), the episode is done.
 deepgym enforces them, because verl's loop has no timeout anywhere.
 
+**Services** an environment declares (a server the task asks for) are started by a trusted supervisor at
+the agent's request, survive the kill of the agent's processes, and are checked at grading
+(:mod:`deepgym.runner.services`). **Local mode** (``DeepGym(mode="local", allow_local=True)``) runs an
+episode on the host with none of this isolation, for developing an environment only (docs/sessions.md).
+
 **Failures** are decided in one table, :func:`failure_result`.
 """
 
@@ -29,8 +34,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .environments import Environment, load_environment
@@ -46,6 +53,11 @@ AGENT_UID = 10000
 VERIFIER_UID = 10002
 WORKSPACE = "/tmp/work"
 SESSION_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
+# Local mode runs the host's session runner, from the same deepgym as this process (see judging.LOCAL_RUNNER).
+LOCAL_SESSION_RUNNER = (sys.executable, "-I", "-B", "-c",
+                        "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+                        "runpy.run_module('deepgym.runner.session', run_name='__main__', alter_sys=True)",
+                        str(Path(__file__).resolve().parent.parent))
 # What the agent's commands may hold beyond the manifest's limits: the session runner and the file helper.
 RUNNER_MEMORY_MB = 128
 RUNNER_PIDS = 16
@@ -53,6 +65,9 @@ RUNNER_PIDS = 16
 HOST_GRACE_S = 30.0
 # A probe's wall-clock limit when session.json gives none (deepgym.runner.session's default too).
 PROBE_TIMEOUT_S = 10.0
+# Stopping a session's service supervisor (up to twice deepgym.runner.services.STOP_WAIT_S) and starting its
+# health check (deepgym.runner.session.HEALTH_GRACE_S).
+SERVICE_STOP_S = 20.0
 MAX_ACTION_CHARS = 64 << 10
 ACTION_STDOUT_BYTES = 1 << 20
 TIMED_OUT = "[timed out after {seconds:g} s]"
@@ -207,8 +222,10 @@ class Session:
         if not 0 <= variant < self.env.variants:
             raise ValueError(f"variant {variant} is out of range: {self.env.id} has {self.env.variants} "
                              f"variant(s), 0 to {self.env.variants - 1}")
-        if gym.provider.name == "local":
-            raise ValueError("sessions run the agent's commands in a container; mode='local' has none")
+        self.local = gym.provider.name == "local"
+        if self.local and self.env.services:
+            raise ValueError(f"{self.env.id} has services, which need a sandbox's uids; mode='local' has none. "
+                             f"Use mode='docker'")
         self.gym = gym
         self.variant = variant
         self.limits = self.env.session
@@ -217,6 +234,8 @@ class Session:
         self.image_id: str | None = None
         self.image_status: str | None = None
         self._box: Sandbox | None = None
+        self.workspace = WORKSPACE
+        """The agent's working directory as its commands see it: the host's path in local mode."""
         self._clock = _Clock()
         self._lifetime_s = self.limits.episode_s + self._verify_deadline_s() + 3 * HOST_GRACE_S
         self._outcome: Verdict | NoVerdictError | None = None
@@ -249,8 +268,12 @@ class Session:
             raise RuntimeError("this session was started already; open a new one for another episode")
         self._clock = _Clock()
         try:
-            self.image_id, self.image_status = self.gym.images.resolve(self.gym.provider, self.env)
-            self._box = self.gym.provider.create(self._spec(self.image_id))
+            if self.local:  # the host's own files (docs/sessions.md, local mode): unsafe, for development only
+                self._box = self.gym.provider.create(self._spec("host"))
+                self.workspace = str(self._box.root / WORKSPACE.lstrip("/"))
+            else:
+                self.image_id, self.image_status = self.gym.images.resolve(self.gym.provider, self.env)
+                self._box = self.gym.provider.create(self._spec(self.image_id))
             report, _ = self._session_runner("setup", timeout_s=HOST_GRACE_S + 30)
         except SandboxError as exc:
             if isinstance(exc, ImageMissing):
@@ -265,7 +288,7 @@ class Session:
         task = (self.env.path / "start" / str(self.variant) / "TASK.md")
         text = self.env.prompt.rstrip() + (f"\n\n{task.read_text().rstrip()}" if task.is_file() else "")
         self._clock.observed = time.monotonic()
-        return Observation(f"{text}\n\nYour working directory is {WORKSPACE}.")
+        return Observation(f"{text}\n\nYour working directory is {self.workspace}.")
 
     def step(self, action: Any) -> StepResult:
         """Run one shell command as the agent and return what it printed (stdout and stderr together).
@@ -287,8 +310,9 @@ class Session:
                               0.0, True)
         timeout = min(self.limits.step_timeout_s, left)
         started = time.monotonic()
-        options = ExecOptions(timeout_s=timeout, user=f"{AGENT_UID}:{AGENT_UID}", cwd=WORKSPACE,
-                              env={"HOME": WORKSPACE, "TMPDIR": WORKSPACE, "TERM": "dumb", "LANG": "C.UTF-8",
+        options = ExecOptions(timeout_s=timeout, user=None if self.local else f"{AGENT_UID}:{AGENT_UID}",
+                              cwd=WORKSPACE,
+                              env={"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "dumb", "LANG": "C.UTF-8",
                                    "PATH": "/usr/local/bin:/usr/bin:/bin"},
                               stdout_limit=ACTION_STDOUT_BYTES)
         try:
@@ -365,18 +389,25 @@ class Session:
         run the agent's code, so each may take its whole limit; the deadline never cuts them short."""
         config = json.loads((self.env.tests_dir / "session.json").read_text())
         probes = config.get("probes", {}).get(str(self.variant), [])
+        services = sum(service.check_timeout_s for service in self.env.services) + (
+            SERVICE_STOP_S if self.env.services else 0.0)
         return (self.limits.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
-                + HOST_GRACE_S)
+                + services + HOST_GRACE_S)
 
     def _session_runner(self, command: str, *, timeout_s: float) -> tuple[dict[str, Any] | None, bool]:
         """Run the in-sandbox session runner; returns (its report or None, whether it said ``in_play``).
         Raises SandboxError. A runner killed at the host's deadline has no report."""
         nonce = secrets.token_hex(16)
-        request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": WORKSPACE,
+        request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": self.workspace,
                    "variant": self.variant, "verify_timeout_s": self.limits.verify_timeout_s,
-                   "probe_timeout_s": PROBE_TIMEOUT_S}
-        result = self._box.exec([*SESSION_RUNNER, command], ExecOptions(stdin=json.dumps(request).encode(),
-                                                                  timeout_s=timeout_s, user="0:0"))
+                   "probe_timeout_s": PROBE_TIMEOUT_S,
+                   "services": [service.to_request() for service in self.env.services]}
+        runner = SESSION_RUNNER
+        if self.local:
+            runner = LOCAL_SESSION_RUNNER
+            request.update(unconfined=True, env_dir=str(self.env.tests_dir), start_dir=str(self.env.path / "start"))
+        result = self._box.exec([*runner, command], ExecOptions(stdin=json.dumps(request).encode(),
+                                                                timeout_s=timeout_s, user=None if self.local else "0:0"))
         if result.exit_code is None and not result.timed_out:
             raise SandboxLost("the session runner vanished without an exit status")
         events = parse_events(result.stdout, nonce)

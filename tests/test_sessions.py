@@ -17,7 +17,7 @@ from deepgym.images import build
 from deepgym.session import WORKSPACE, action_sequences
 
 pytestmark = pytest.mark.docker
-SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest")
+SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest", "shell_fix_config")
 FAULTS = str(Path(__file__).resolve().parent / "session_envs")
 
 

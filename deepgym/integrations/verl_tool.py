@@ -20,7 +20,8 @@ a tool to the model as text (and trains on it), and has no timeout anywhere. Her
   ``deepgym_single_turn``. Each kept-out sample is counted by the same 5-in-100 monitor.
 
 Budgets are the environment's (``session:`` in its manifest): a step timeout, a step budget and an episode
-wall-clock budget, all enforced by deepgym. Sessions need a container: ``mode: local`` is refused.
+wall-clock budget, all enforced by deepgym. ``mode: local`` runs the model's commands on this host, unconfined:
+it is refused unless the tool config says ``allow_unsafe_local: true`` (for developing environments only).
 
 This module imports verl; :mod:`deepgym.integrations.verl` does not.
 """
@@ -72,9 +73,10 @@ class Episode:
 
     Everything blocking runs in the event loop's executor; a lock keeps two calls of one rollout in order."""
 
-    def __init__(self, mode: str, max_output_chars: int | None):
+    def __init__(self, mode: str, max_output_chars: int | None, allow_local: bool = False):
         self.id = secrets.token_hex(16)
         self.mode = mode
+        self.allow_local = allow_local
         self.max_output_chars = max_output_chars
         self.session: Session | None = None
         self.failure: NoVerdictError | None = None
@@ -90,7 +92,8 @@ class Episode:
         if self.max_output_chars and env.session is not None:
             limits = dataclasses.replace(env.session, output_chars=min(env.session.output_chars, self.max_output_chars))
             env = dataclasses.replace(env, session=limits)
-        self.session = Session(dgverl.get_client(self.mode), env, variant)
+        client = dgverl.get_client(self.mode, allow_local=True if self.mode == "local" and self.allow_local else None)
+        self.session = Session(client, env, variant)
         return self.session.start()
 
     def finish(self) -> Verdict | NoVerdictError:
@@ -114,6 +117,13 @@ class Episode:
             self.session.close()
 
 
+def local_refusal(where: str) -> str:
+    return (f"{where} is 'local', which runs the model's shell commands on this host as your user, with no "
+            f"isolation and nothing stopped before the verifier reads. Set `allow_unsafe_local: true` in the "
+            f"DeepGymSessionTool's tool config to allow it (for developing environments only, never for "
+            f"training), or use mode docker")
+
+
 def _png_images(observation: Observation) -> list[Any]:
     from PIL import Image
 
@@ -125,15 +135,15 @@ class DeepGymSessionTool(BaseTool):
     and again in the driver's dataset, and no container starts until a rollout's first call.
 
     Config keys: ``type: native`` (verl's), ``environment`` and ``variant`` (defaults for rows that name
-    none), ``mode`` (``docker`` or ``auto``)."""
+    none), ``mode`` (any deepgym mode; default ``auto``) and ``allow_unsafe_local`` (``mode: local`` only)."""
 
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None = None):
         self.environment = config.get("environment")
         self.variant = int(config.get("variant", 0))
         self.mode = dgverl.check_mode(config.get("mode", "auto"))
-        if self.mode == "local":
-            raise ValueError("DeepGymSessionTool runs the model's commands in a container; mode 'local' has none. "
-                             "Use mode docker (or auto)")
+        self.allow_local = config.get("allow_unsafe_local") is True
+        if self.mode == "local" and not self.allow_local:
+            raise ValueError(local_refusal("the tool config's mode"))
         super().__init__(config, tool_schema)
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
@@ -206,7 +216,7 @@ class DeepGymAgentLoop(ToolAgentLoop):
     """verl's ``ToolAgentLoop`` with one deepgym session per rollout, scored by the final verifier.
 
     Args:
-        mode: the deepgym mode of the episodes (``auto`` or ``docker``); a tool's own ``mode`` wins for its
+        mode: the deepgym mode of the episodes (any; ``local`` needs the tool's ``allow_unsafe_local``); a tool's own ``mode`` wins for its
             calls only when the loop has none.
     """
 
@@ -217,7 +227,10 @@ class DeepGymAgentLoop(ToolAgentLoop):
         if not tools:
             raise ValueError(f"{SESSION_AGENT_NAME} needs a DeepGymSessionTool in multi_turn.tool_config_path "
                              f"(`deepgym verl session-tool-config` prints the packaged one)")
-        self.episode = Episode(tools[0].mode if mode == "auto" else mode, self.max_tool_response_length)
+        mode = tools[0].mode if mode == "auto" else mode
+        if mode == "local" and not tools[0].allow_local:
+            raise ValueError(local_refusal(f"{SESSION_AGENT_NAME}'s mode"))
+        self.episode = Episode(mode, self.max_tool_response_length, allow_local=tools[0].allow_local)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         episode = self.episode

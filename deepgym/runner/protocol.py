@@ -67,6 +67,8 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
     "test_infra_tampering": (True, "the diff touches tests or what the test run loads (conftest.py, config, .pth)"),
     "policy_sandbox_failure": (True, "a session's agent broke its own sandbox: an action or the final verifier "
                                      "could not run in it (killed, hung, its pids or disk used up)"),
+    "service_failed": (True, "a session's service was not running at grading, or did not answer its health "
+                             "check with HTTP 200"),
     "no_action": (True, "a session ended before the agent ran a single action"),
     "daemon_unavailable": (False, "the container engine or provider could not be reached"),
     "image_missing": (False, "the environment's image is not built or not pulled"),

@@ -34,15 +34,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from . import services
 from .privileges import as_user, drop_privileges, make_dir, remove_dir
 from .protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line, finite_score
-from .sandbox import Sandbox, Supervised
+from .sandbox import Sandbox, Supervised, process_uid
 
 ENV_DIR = "/opt/deepgym/env"
 START_DIR = "/opt/deepgym/start"
@@ -52,6 +54,8 @@ QUIET_RECHECK_S = 0.05
 PROBE_OUTPUT_BYTES = 64 << 10
 VERIFIER_OUTPUT_BYTES = 1 << 20
 STDIN_BYTES = 60 << 10
+# The health check's slack beyond its services' own limits: starting python as the verifier's uid.
+HEALTH_GRACE_S = 10.0
 READING = "deepgym-verifier: reading"
 # The verifier's harness: import verify.py from its own folder, say when it starts reading, print one report.
 # It enters its folder itself: a process changes directory before it changes uid, and root may not enter the
@@ -63,7 +67,8 @@ HARNESS = ("import json, os, sys\n"
            "    request = json.load(f)\n"
            "import verify\n"
            f"print({READING!r}, flush=True)\n"
-           "report = verify.verify(request['workspace'], request['variant'], request['probes'])\n"
+           "extra = {'services': request['services']} if 'services' in request else {}\n"
+           "report = verify.verify(request['workspace'], request['variant'], request['probes'], **extra)\n"
            "print(json.dumps(report), flush=True)\n")
 
 
@@ -78,8 +83,24 @@ class SessionRequest:
     variant: int = 0
     verify_timeout_s: float = 60.0
     probe_timeout_s: float = 10.0
+    services: tuple[dict[str, Any], ...] = ()
+    """The manifest's services (:meth:`deepgym.environments.ServiceSpec.to_request`), in its order."""
+    unconfined: bool = False
+    """The host-side ``local`` mode: no uids, no privileges, the environment's files where the host has them
+    (``env_dir``, ``start_dir``), and nothing proved about what the agent left running. Unsafe by design."""
+    env_dir: str = ENV_DIR
+    start_dir: str = START_DIR
+
+    @property
+    def scratch(self) -> str:
+        """The folder the workspace and the verifier's folder live in."""
+        return os.path.dirname(self.workspace) if self.unconfined else SCRATCH_ROOT
 
     def problem(self) -> str | None:
+        if self.unconfined:
+            if not os.path.isabs(self.workspace) or self.services:
+                return "an unconfined session needs an absolute workspace and has no services"
+            return None
         uids = (self.agent_uid, self.verifier_uid)
         if any(isinstance(uid, bool) or not isinstance(uid, int) or uid < MIN_UID for uid in uids):
             return f"the session's uids {uids} must be integers of at least {MIN_UID}"
@@ -87,6 +108,8 @@ class SessionRequest:
             return "the agent and the verifier must be different users"
         if os.path.dirname(self.workspace) != SCRATCH_ROOT or os.path.normpath(self.workspace) != self.workspace:
             return f"the workspace {self.workspace!r} is not a folder directly under {SCRATCH_ROOT}"
+        if set(uids) & {services.service_uid(index) for index in range(len(self.services))}:
+            return f"the session's uids {uids} collide with its services' uids"
         return None
 
 
@@ -103,12 +126,18 @@ def quiesce(sandbox: Sandbox) -> str | None:
 
 def setup(request: SessionRequest) -> dict[str, Any]:
     """The agent's workspace, with the variant's starting files, owned by the agent."""
-    start = os.path.join(START_DIR, str(request.variant))
+    start = os.path.join(request.start_dir, str(request.variant))
     if not os.path.isdir(start):
         return {"ok": False, "error_type": "verifier_error", "details": f"the image has no {start}"}
+    if request.unconfined:
+        os.mkdir(request.workspace, 0o755)
+        _copy(start, request.workspace)
+        return {"ok": True}
     problem = make_dir(request.agent_uid, request.workspace, 0o755)
     if problem is None and as_user(request.agent_uid, lambda: _copy(start, request.workspace), timeout_s=60) != 0:
         problem = f"the starting files {start} could not be copied into {request.workspace}"
+    if problem is None and request.services:
+        problem = services.start_supervisor(list(request.services), request.workspace)
     if problem is not None:
         return {"ok": False, "error_type": "verifier_error", "details": problem}
     return {"ok": True}
@@ -143,20 +172,30 @@ def _run(sandbox: Sandbox, argv: list[str], *, uid: int, cwd: str, stdin: bytes,
                 "stdout": supervised.text("stdout"), "stderr": supervised.text("stderr")[-2000:]}
     finally:
         supervised.close()
+        if not sandbox.confined:  # no uid to sweep: its session, which a setsid() of its own escapes
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def verify(request: SessionRequest, emit) -> dict[str, Any]:
     """One verification (see the module's docstring); returns the report."""
-    sandbox = Sandbox(True, uid=request.agent_uid, applier_uid=request.verifier_uid)
+    sandbox = Sandbox(not request.unconfined, uid=request.agent_uid, applier_uid=request.verifier_uid)
     sandbox.homes = {request.agent_uid: request.workspace}
     problem = quiesce(sandbox)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
-    with open(os.path.join(ENV_DIR, "session.json"), "rb") as f:
+    with open(os.path.join(request.env_dir, "session.json"), "rb") as f:
         config = json.loads(f.read())
-    with open(os.path.join(ENV_DIR, "verify.py"), "rb") as f:
+    with open(os.path.join(request.env_dir, "verify.py"), "rb") as f:
         verifier = f.read()
     emit(IN_PLAY)
+    found = None
+    if request.services:
+        found = check_services(sandbox, request)
+        if "error_type" in found:
+            return found
     probes = {}
     for probe in config.get("probes", {}).get(str(request.variant), []):
         probes[probe["id"]] = _run(sandbox, list(probe["argv"]), uid=request.agent_uid, cwd=request.workspace,
@@ -165,32 +204,126 @@ def verify(request: SessionRequest, emit) -> dict[str, Any]:
         problem = quiesce(sandbox)
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
-    folder = os.path.join(SCRATCH_ROOT, f"deepgym-verifier-{request.nonce[:16]}")
-    problem = make_dir(request.verifier_uid, folder, 0o700)
+    folder = os.path.join(request.scratch, f"deepgym-verifier-{request.nonce[:16]}")
+    if request.unconfined:
+        os.mkdir(folder, 0o700)
+        problem = None
+    else:
+        problem = make_dir(request.verifier_uid, folder, 0o700)
     if problem is not None:
-        return _no_room(problem)
+        return _no_room(problem, request.scratch)
     try:
         # The probes' output is the agent's and may be large: it goes in a file, not through a pipe.
-        given = json.dumps({"workspace": request.workspace, "variant": request.variant, "probes": probes}).encode()
-        if as_user(request.verifier_uid, lambda: _write(os.path.join(folder, "verify.py"), verifier)
-                   or _write(os.path.join(folder, "request.json"), given)) != 0:
-            return _no_room("the verifier and its request could not be written to its folder")
+        given = json.dumps({"workspace": request.workspace, "variant": request.variant, "probes": probes,
+                            **({} if found is None else {"services": found})}).encode()
+        def write() -> int:
+            return _write(os.path.join(folder, "verify.py"), verifier) or _write(os.path.join(folder, "request.json"),
+                                                                               given)
+
+        if (write() if request.unconfined else as_user(request.verifier_uid, write)) != 0:
+            return _no_room("the verifier and its request could not be written to its folder", request.scratch)
         sandbox.homes[request.verifier_uid] = folder
         ran = _run(sandbox, [sys.executable, "-I", "-B", "-c", HARNESS, folder], uid=request.verifier_uid, cwd="/",
                    stdin=b"", timeout_s=request.verify_timeout_s, keep=VERIFIER_OUTPUT_BYTES)
     finally:
         quiesce(sandbox)
-        remove_dir(request.verifier_uid, folder)
-    return _report(ran, request)
+        if request.unconfined:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            remove_dir(request.verifier_uid, folder)
+    return _with_services(_report(ran, request), found)
 
 
-def _no_room(problem: str) -> dict[str, Any]:
+def check_services(sandbox: Sandbox, request: SessionRequest) -> dict[str, Any]:
+    """Stop the supervisor, check every service, then kill them all and prove it (deepgym/runner/services.py).
+
+    Returns what was found, ``{name: {"running", "state", "status", "body", "error", "log"}}``, or a report:
+    no verdict when our side failed, a scored 0 (``service_failed``) when a service was not running or did not
+    answer its health check with HTTP 200."""
+    problem = services.stop_supervisor()
+    if problem is not None:
+        return {"error_type": "verifier_error", "details": problem}
+    declared = list(request.services)
+    uids = {services.service_uid(index): service["name"] for index, service in enumerate(declared)}
+    box = Sandbox(True, uid=min(uids), applier_uid=max(uids))
+    box.uids = set(uids)
+    alive = {uids[uid] for uid in (process_uid(pid) for pid in box._alive()) if uid in uids}
+    limit = sum(float(service["check_timeout_s"]) for service in declared) + HEALTH_GRACE_S
+    try:
+        ran = _run(sandbox, [sys.executable, "-I", "-B", "-m", "deepgym_runner.services", "health",
+                             json.dumps(declared)], uid=request.verifier_uid, cwd="/", stdin=b"", timeout_s=limit,
+                   keep=PROBE_OUTPUT_BYTES)
+    except OSError as exc:
+        ran = {"spawn_error": str(exc)}
+    finally:
+        problem = quiesce(box) or quiesce(sandbox)
+    if problem is not None:
+        return {"error_type": "verifier_error", "details": problem}
+    if "spawn_error" in ran:
+        # Only the services were alive (the agent's uid was killed, the supervisor stopped): they held it all.
+        return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
+                "details": f"the services left no room to check them: {ran['spawn_error']}"}
+    lines = ran["stdout"].splitlines()
+    checking = services.CHECKING in lines
+    if ran["timed_out"]:
+        if not checking:
+            return {"error_type": "verifier_timeout", "details": f"the health check did not start within {limit:g}s"}
+        return {"score": 0.0, "passed": False, "error_type": "service_failed",
+                "details": f"the services' health check ran past {limit:g}s"}
+    try:
+        answers = json.loads(lines[-1]) if checking and ran["exit_code"] == 0 else None
+    except ValueError:
+        answers = None
+    if not isinstance(answers, dict):
+        return {"error_type": "verifier_error", "details": f"the health check failed: {ran['stderr'][-1500:]}"}
+    found = {}
+    for service in declared:
+        name = service["name"]
+        answer = answers.get(name) or {"status": None, "body": "", "error": "not checked"}
+        found[name] = {"running": name in alive, "state": services.service_state(name), **answer,
+                       "log": services.log_tail(name)}
+    failed = [name for name, facts in found.items() if not _healthy(facts)]
+    if failed:
+        report = {"score": 0.0, "passed": False, "error_type": "service_failed",
+                  "details": "; ".join(_service_said(declared, found, name) for name in failed)}
+        return _with_services(report, found)
+    return found
+
+
+def _healthy(facts: dict[str, Any]) -> bool:
+    return bool(facts["running"]) and facts.get("status") == 200
+
+
+def _service_said(declared: list[dict[str, Any]], found: dict[str, Any], name: str) -> str:
+    facts = found[name]
+    path = next(service["health_path"] for service in declared if service["name"] == name)
+    if not facts["running"]:
+        state = facts["state"]
+        how = state.get("state", "unknown") + (f", status {state['exit_code']}" if "exit_code" in state else "") + (
+            f": {state['error']}" if "error" in state else "")
+        return f"service {name} was not running at grading ({how}); its log ends: {facts['log'][-300:]!r}"
+    said = f"HTTP {facts['status']}" if facts["status"] is not None else facts["error"]
+    return f"service {name} is running but GET {path} answered {said}: {facts['body'][:300]!r}"
+
+
+def _with_services(report: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any]:
+    """The report with one case per service: what its health check found."""
+    if found is None or "score" not in report:
+        return report
+    cases = [{"id": f"service:{name}", "passed": _healthy(facts), "expected": "running, HTTP 200",
+              "actual": ("running" if facts["running"] else "not running") + ", " +
+                        (f"HTTP {facts['status']}" if facts.get("status") is not None else str(facts.get("error")))}
+             for name, facts in found.items()]
+    return {**report, "cases": cases + list(report.get("cases", []))}
+
+
+def _no_room(problem: str, scratch: str = SCRATCH_ROOT) -> dict[str, Any]:
     """The verifier's folder could not be made: the agent's doing when it filled the scratch file system
     (blocks or inodes), ours otherwise."""
-    space = os.statvfs(SCRATCH_ROOT)
+    space = os.statvfs(scratch)
     if space.f_bavail * space.f_frsize < 1 << 20 or space.f_favail < 16:
         return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
-                "details": f"the agent filled {SCRATCH_ROOT}, so the verifier had no room to run"}
+                "details": f"the agent filled {scratch}, so the verifier had no room to run"}
     return {"error_type": "verifier_error", "details": problem}
 
 
@@ -246,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        problem = request.problem() or drop_privileges()
+        problem = request.problem() or (None if request.unconfined else drop_privileges())
         if problem is not None:
             report: dict[str, Any] = {"error_type": "verifier_error", "details": problem}
         elif argv == ["setup"]:

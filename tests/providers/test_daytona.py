@@ -351,3 +351,22 @@ def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
 def test_hostile_single_turn_cases_get_their_verdict(gym, attack):
     outcome = gym.judge(attack.env, attack.response)
     assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
+
+
+def test_a_session_with_a_service_runs_on_daytona(standin, monkeypatch):
+    """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
+    service that must survive into grading) scores 1 in a Daytona sandbox, its known-wrong one 0."""
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences, replay
+
+    manifest = publish(standin, ["base", "shell_fix_config"], Path(standin.manifest).with_name("session.json"))
+    register("daytona", ["shell_fix_config"], manifest, provider=DaytonaProvider(**settings(standin)))
+    for key, value in (("DAYTONA_API_KEY", standin.api_key), ("DAYTONA_API_URL", standin.api_url),
+                       ("DAYTONA_TARGET", "us")):
+        monkeypatch.setenv(key, value)
+    env = load_environment("shell_fix_config")
+    with DeepGym(mode="daytona") as daytona:
+        right = replay(daytona, env, action_sequences(env, "reference")[1], variant=1)
+        wrong = replay(daytona, env, action_sequences(env, "wrong_own_background_server")[1], variant=1)
+    assert (right.score, right.runtime) == (1.0, "daytona"), right
+    assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong

@@ -220,3 +220,17 @@ def test_standin_responses_validate_against_the_sdks_models(provider, standin):
 def test_hostile_single_turn_cases_get_their_verdict(gym, attack):
     outcome = gym.judge(attack.env, attack.response)
     assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
+
+
+def test_a_session_with_a_service_runs_on_e2b(gym, standin):
+    """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
+    service that must survive into grading) scores 1 in an E2B sandbox, its known-wrong one 0."""
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences, replay
+
+    template_images(standin, ["shell_fix_config"])
+    env = load_environment("shell_fix_config")
+    right = replay(gym, env, action_sequences(env, "reference")[0])
+    wrong = replay(gym, env, action_sequences(env, "wrong_half_fixed")[1], variant=1)
+    assert (right.score, right.runtime) == (1.0, "e2b"), right
+    assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong

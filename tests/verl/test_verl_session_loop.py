@@ -72,8 +72,8 @@ class Server(ScriptedServer):
         return await super().generate(request_id, **kwargs)
 
 
-def run_episode(config, row: dict, server: Server):
-    tools = initialize_tools_from_config(dgverl.session_tool_config_path())
+def run_episode(config, row: dict, server: Server, tool_config: str | None = None):
+    tools = initialize_tools_from_config(tool_config or dgverl.session_tool_config_path())
 
     async def main():
         loop = instantiate_loop(config, server, "deepgym_agent", tools=tools)
@@ -223,3 +223,28 @@ def test_output_is_cut_by_deepgym_to_verls_tool_response_length(tmp_path):
     run_episode(session_config(use_v1=True, max_tool_response_length=600), row, server)
     shown = seen_by_model(server)
     assert "characters cut ...]" in shown and "...(truncated)..." not in shown and "\n5000\n" in shown
+
+
+def local_tool_config(tmp_path, **extra) -> str:
+    text = Path(dgverl.session_tool_config_path()).read_text().replace("mode: docker", "mode: local")
+    path = tmp_path / "local_tool.yaml"
+    path.write_text(text + "".join(f"      {key}: {json.dumps(value)}\n" for key, value in extra.items()))
+    return str(path)
+
+
+def test_mode_local_is_refused_without_the_explicit_opt_in(tmp_path):
+    for config in (local_tool_config(tmp_path), local_tool_config(tmp_path, allow_unsafe_local="yes")):
+        with pytest.raises(ValueError, match="allow_unsafe_local: true"):
+            initialize_tools_from_config(config)
+
+
+@pytest.mark.filterwarnings("ignore:deepgym local mode:RuntimeWarning")
+def test_mode_local_with_the_opt_in_runs_the_episode_on_the_host(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEEPGYM_ALLOW_LOCAL", raising=False)
+    row = dataset_row(tmp_path, "shell_organise_files", variant=1)
+    actions = action_sequences(load_environment("shell_organise_files"), "reference")[1]
+    server = Server(call("pwd"), *map(call, actions), "All files are sorted.")
+    output = run_episode(session_config(use_v1=True), row, server,
+                         tool_config=local_tool_config(tmp_path, allow_unsafe_local=True))
+    assert output.reward_score == 1.0 and output.extra_fields["reward_extra_info"]["error_type"] == ""
+    assert "/deepgym-local-" in seen_by_model(server) and episode_count() == 0
