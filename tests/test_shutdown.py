@@ -122,6 +122,36 @@ def test_a_default_sigterm_still_ends_the_process_after_its_containers_are_remov
     assert containers_of(victim.pid) == []
 
 
+HOST_HANDLER_BATCH = textwrap.dedent("""
+    import json, signal, sys
+    from deepgym import DeepGym
+    received = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: received.append(signum))  # the program's own
+    gym = DeepGym(mode="docker")
+    print("ready", flush=True)
+    batch = gym.run_batch("coin_change", [sys.argv[1]] * 4)
+    print(json.dumps({"received": received, "outcomes": [e.error_type for e in batch]}), flush=True)
+""")
+
+
+@pytest.mark.docker
+def test_a_programs_own_sigterm_handler_runs_after_deepgyms_and_run_batch_returns_the_cancelled_samples():
+    ensure_images("coin_change")
+    program = subprocess.Popen([sys.executable, "-c", HOST_HANDLER_BATCH, SLOW], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        assert program.stdout.readline().strip() == "ready"
+        wait_for(lambda: len(containers_of(program.pid)) >= 2, what="the batch's containers")
+        program.send_signal(signal.SIGTERM)
+        out, errors = program.communicate(timeout=60)
+    finally:
+        program.kill()
+    assert program.returncode == 0, errors
+    report = json.loads(out)
+    assert report == {"received": [signal.SIGTERM], "outcomes": ["cancelled"] * 4}, "in flight or not started"
+    assert containers_of(program.pid) == []
+
+
 HOLDER = textwrap.dedent("""
     import sys, time
     from deepgym import DeepGym
