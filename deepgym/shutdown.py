@@ -62,6 +62,8 @@ def register(closer: Callable[[], None]) -> Callable[[], None]:
     else:
         ref = lambda: closer  # noqa: E731 - a plain function is held strongly
     with _lock:
+        for gone in [key for key, held in _closers.items() if held() is None]:  # collected meanwhile
+            del _closers[gone]
         key = _next_id
         _next_id += 1
         _closers[key] = ref
