@@ -15,6 +15,7 @@ first pass a semaphore of the same bound, so at most N of them compete for the f
 processes take turns at the head of a queue (another lock file): the head polls the slots every
 :data:`HEAD_POLL_S`, the others poll the queue, backing off to :data:`QUEUE_POLL_MAX_S`, so a freed slot is
 taken within milliseconds while waiting costs next to no CPU. Every wait can be cancelled or given a timeout.
+A coroutine waits with :meth:`Admission.aacquire`, which blocks neither its event loop nor a thread.
 
 **Keys.** ``host`` is for sandboxes that use this host's CPUs: docker on the local engine, local mode. Other
 places take slots under their own key and bound, e.g. a remote provider per account::
@@ -33,7 +34,9 @@ that way, nobody proceeds).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import errno
 import fcntl
 import os
@@ -42,7 +45,8 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,6 +120,7 @@ class Slot:
     waited_s: float
     _fd: int | None = field(repr=False, default=None)
     _local: threading.Semaphore | None = field(repr=False, default=None)
+    _released: Callable[[], None] | None = field(repr=False, default=None)
 
     def release(self) -> None:
         """Free the slot. Idempotent. The lock is dropped explicitly, not only by closing: a child forked
@@ -129,6 +134,13 @@ class Slot:
             os.close(fd)
             if self._local is not None:
                 self._local.release()
+            if self._released is not None:
+                self._released()
+
+
+# The slots the current context holds, by key: a sample admitted by the async path (deepgym.aio) runs its
+# judging in a worker thread whose context carries its slot, so the judging path's own slot() is that slot.
+_held: contextvars.ContextVar[tuple[Slot, ...]] = contextvars.ContextVar("deepgym_admission_held", default=())
 
 
 class Admission:
@@ -146,6 +158,11 @@ class Admission:
         self.folder = self.root / key
         self._local = threading.BoundedSemaphore(self.bound)
         self._ready = False
+        # Async waiters of one event loop take turns behind its lock; only the head polls, and a release in
+        # this process wakes it at once (from whichever thread it happens in).
+        self._heads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+        self._wakers: set[Callable[[], None]] = set()
+        self._wakers_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Admission(key={self.key!r}, bound={self.bound}, folder={str(self.folder)!r})"
@@ -153,12 +170,29 @@ class Admission:
     @contextlib.contextmanager
     def slot(self, *, timeout_s: float | None = None,
              cancelled: Callable[[], bool] | None = None) -> Iterator[Slot]:
-        """Hold a slot for the duration of the block; see :meth:`acquire`."""
+        """Hold a slot for the duration of the block; see :meth:`acquire`. Inside a block that holds a slot of
+        this key already (this one, or one :meth:`holding` hands over), that slot is the block's: a sample
+        never waits for a second slot of its own."""
+        held = next((slot for slot in _held.get() if slot.key == self.key), None)
+        if held is not None:
+            yield held
+            return
         held = self.acquire(timeout_s=timeout_s, cancelled=cancelled)
+        try:
+            with self.holding(held):
+                yield held
+        finally:
+            held.release()
+
+    @contextlib.contextmanager
+    def holding(self, held: Slot) -> Iterator[Slot]:
+        """Within the block, :meth:`slot` of ``held``'s key is ``held`` (which the caller still releases): how a
+        slot taken by :meth:`aacquire` on the event loop travels with its sample into a worker thread."""
+        token = _held.set((*_held.get(), held))
         try:
             yield held
         finally:
-            held.release()
+            _held.reset(token)
 
     def acquire(self, *, timeout_s: float | None = None, cancelled: Callable[[], bool] | None = None) -> Slot:
         """Wait for a free slot and take it. Raises AdmissionTimeout after ``timeout_s`` (None: wait as long as
@@ -168,15 +202,86 @@ class Admission:
         while not self._local.acquire(timeout=self._step(CANCEL_POLL_S, deadline)):
             self._check(deadline, cancelled)
         try:
-            fd, index = self._take_file_slot(deadline, cancelled)
+            attempts = self._file_slot_attempts(deadline, cancelled)
+            try:
+                while True:
+                    time.sleep(next(attempts))
+            except StopIteration as taken:
+                fd, index = taken.value
+            finally:
+                attempts.close()
         except BaseException:
-            self._local.release()
+            self._release_local()
             raise
-        return Slot(self.key, index, time.monotonic() - started, fd, self._local)
+        return Slot(self.key, index, time.monotonic() - started, fd, self._local, self._wake)
+
+    async def aacquire(self, *, timeout_s: float | None = None,
+                       cancelled: Callable[[], bool] | None = None) -> Slot:
+        """:meth:`acquire` for a coroutine: the wait blocks neither the event loop nor a thread. The waiters of
+        one event loop queue behind its lock; the head waits for this process's next release (woken from the
+        releasing thread) or polls the slot files of the other processes, with asyncio sleeps. Cancelling the
+        waiting task takes nothing."""
+        started = time.monotonic()
+        deadline = None if timeout_s is None else started + timeout_s
+        loop = asyncio.get_running_loop()
+        head = self._heads.get(loop)
+        if head is None:
+            head = self._heads[loop] = asyncio.Lock()
+        async with head:
+            await self._await_local(loop, deadline, cancelled)
+            try:
+                attempts = self._file_slot_attempts(deadline, cancelled)
+                try:
+                    while True:
+                        await asyncio.sleep(next(attempts))
+                except StopIteration as taken:
+                    fd, index = taken.value
+                finally:
+                    attempts.close()
+            except BaseException:
+                self._release_local()
+                raise
+        return Slot(self.key, index, time.monotonic() - started, fd, self._local, self._wake)
 
     # ----------------------------------------------------------------------------------------------------
 
-    def _take_file_slot(self, deadline: float | None, cancelled: Callable[[], bool] | None) -> tuple[int, int]:
+    async def _await_local(self, loop: asyncio.AbstractEventLoop, deadline: float | None,
+                           cancelled: Callable[[], bool] | None) -> None:
+        """Take a permit of this process's semaphore without blocking the loop."""
+        woken = asyncio.Event()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(woken.set)
+
+        with self._wakers_lock:
+            self._wakers.add(wake)
+        try:
+            while True:
+                woken.clear()
+                if self._local.acquire(blocking=False):
+                    return
+                self._check(deadline, cancelled)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(woken.wait(), self._step(CANCEL_POLL_S, deadline))
+        finally:
+            with self._wakers_lock:
+                self._wakers.discard(wake)
+
+    def _release_local(self) -> None:
+        self._local.release()
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._wakers_lock:
+            wakers = list(self._wakers)
+        for wake in wakers:
+            wake()
+
+    def _file_slot_attempts(self, deadline: float | None,
+                            cancelled: Callable[[], bool] | None) -> Generator[float, None, tuple[int, int]]:
+        """Try the slot files until one is taken (the generator's value: its fd and index), yielding how long
+        to sleep between tries; the sync and the async wait drive it with their own sleep."""
         self._prepare()
         fds: dict[int, int] = {}  # slot index -> an open file of it, kept across the polls of one wait
         queue: int | None = None
@@ -190,9 +295,9 @@ class Admission:
                 if queue is None:
                     queue = self._try_lock("queue")
                 if queue is not None:
-                    time.sleep(self._step(HEAD_POLL_S, deadline))
+                    yield self._step(HEAD_POLL_S, deadline)
                 else:
-                    time.sleep(self._step(backoff, deadline))
+                    yield self._step(backoff, deadline)
                     backoff = min(2 * backoff, QUEUE_POLL_MAX_S)
         finally:
             for fd in fds.values():

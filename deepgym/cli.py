@@ -3,15 +3,21 @@
 Exit statuses: 0 success (for ``run``: the response was scored, whatever the score), 1 a failed check or
 build, 2 bad usage (an unknown environment, a malformed manifest, a missing file, a malformed input line),
 3 no verdict (for ``run-batch``: at least one response had none) or, for a command that judges nothing
-(``cleanup``), no container engine.
+(``cleanup``), no container engine; 128 + the signal for ``run`` and ``run-batch`` stopped by SIGTERM or SIGINT
+(after printing every outcome, the unjudged ones as no verdict ``cancelled``).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundError, LocalModeNotAllowedError,
                      ManifestError)
@@ -44,16 +50,43 @@ def cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def _graceful() -> Iterator[list[int]]:
+    """SIGTERM and SIGINT end a judging command gracefully rather than at once: deepgym removes its containers
+    (:mod:`deepgym.shutdown`), the samples not judged yet come back as no verdict (``cancelled``), and the
+    command prints what it has. The list holds the signals received; the command then exits 128 + the signal."""
+    from . import shutdown
+
+    received: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        shutdown.shutdown(f"{signal.Signals(signum).name} received")
+
+    previous = {signum: signal.signal(signum, stop) for signum in shutdown.HANDLED}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _exit_status(received: list[int], judged: bool) -> int:
+    if received:
+        return 128 + received[0]
+    return EXIT_OK if judged else EXIT_NO_VERDICT
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .client import DeepGym
     from .environments import load_environment
 
     env = load_environment(args.environment)
     response = _read_response(args.response)
-    with DeepGym(mode=args.mode) as gym:
+    with _graceful() as received, DeepGym(mode=args.mode) as gym:
         outcome = gym.judge(env, response, variant=args.variant)
     print(json.dumps(outcome.to_dict(), indent=None if args.compact else 2))
-    return EXIT_OK if outcome.has_verdict else EXIT_NO_VERDICT
+    return _exit_status(received, outcome.has_verdict)
 
 
 def _response_line(number: int, line: str) -> str:
@@ -72,19 +105,35 @@ def _response_line(number: int, line: str) -> str:
 
 
 def cmd_run_batch(args: argparse.Namespace) -> int:
-    """One JSON line per response, in order, then a summary line counting outcomes by error type."""
+    """One JSON line per response, in order, each printed as soon as it and those before it are judged, then a
+    summary line counting outcomes by error type."""
     from .client import DeepGym
     from .environments import load_environment
 
     env = load_environment(args.environment)
     responses = [_response_line(number, line) for number, line in
                  enumerate(_read_response(args.responses).splitlines(), 1) if line.strip()]
-    with DeepGym(mode=args.mode) as gym:
-        batch = gym.run_batch(env, responses, variant=args.variant)
-    for outcome in batch:
-        print(json.dumps(outcome.to_dict()))
-    print(json.dumps({"summary": batch.summary()}))
-    return EXIT_OK if batch.no_verdict == 0 else EXIT_NO_VERDICT
+    with _graceful() as received, DeepGym(mode=args.mode) as gym:
+        batch = asyncio.run(_stream_batch(gym, env, responses, args.variant))
+    print(json.dumps({"summary": batch.summary()}), flush=True)
+    return _exit_status(received, batch.no_verdict == 0)
+
+
+async def _stream_batch(gym: Any, env: Any, responses: list[str], variant: int) -> Any:
+    """Judge every response at once through the async API (admission bounds how many run), printing each
+    outcome in order as it is known, so that an interrupted run has printed everything already judged."""
+    from .client import BatchResult
+
+    jobs = [asyncio.ensure_future(gym.ajudge(env, response, variant=variant)) for response in responses]
+    batch = BatchResult()
+    try:
+        for job in jobs:
+            batch.append(await job)
+            print(json.dumps(batch[-1].to_dict()), flush=True)
+    finally:
+        for job in jobs:
+            job.cancel()
+    return batch
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from . import shutdown
 from .accounting import NoVerdictMonitor
 from .admission import Admission
 from .environments import Environment, load_environment
@@ -31,6 +32,24 @@ from .verdict import NoVerdictError, Observation, Verdict, classify
 
 log = logging.getLogger("deepgym")
 Outcome = Verdict | NoVerdictError
+
+
+def submission(env: Environment, response: str, reasoning: str = "auto") -> str | None:
+    """What judging ``response`` in ``env`` runs, by the extraction rules (:mod:`deepgym.extract`): the diff of
+    a patch task, else the code; None when there is nothing to run."""
+    if env.kind == "patch":
+        return extract_patch(response, reasoning=reasoning)
+    return extract_code(response, entry_point=env.entry_point, reasoning=reasoning)
+
+
+def batch_tasks(env: str | Environment | RowTask | Sequence[RowTask],
+                responses: Sequence[str]) -> list[Environment | RowTask]:
+    """What each response of a batch is judged in: ``env`` for all, or one dataset row's tests per response."""
+    if isinstance(env, (list, tuple)):
+        if len(env) != len(responses):
+            raise ValueError(f"run_batch got {len(env)} rows for {len(responses)} responses; give one per response")
+        return list(env)
+    return [env if isinstance(env, RowTask) else load_environment(env)] * len(responses)
 
 
 class BatchResult(list):
@@ -96,6 +115,7 @@ class DeepGym:
         self.admission = Admission(self.provider.admission_key, max_sandboxes)
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
+        shutdown.install()  # SIGTERM/SIGINT: remove this process's containers first (DEEPGYM_SIGNAL_HANDLERS=0: not)
 
     @property
     def backend(self) -> str:
@@ -115,8 +135,7 @@ class DeepGym:
         if not 0 <= variant < env.variants:
             raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
                              f"0 to {env.variants - 1}")
-        code = (extract_patch(response, reasoning=reasoning) if env.kind == "patch"
-                else extract_code(response, entry_point=env.entry_point, reasoning=reasoning))
+        code = submission(env, response, reasoning)
         if code is None:
             error_type = "invalid_patch" if env.kind == "patch" else "no_code_block"
             self.monitor.record(False)
@@ -154,16 +173,41 @@ class DeepGym:
         may also be a list of dataset rows' tests, one per response (each row judged with its own)."""
         check_reasoning(reasoning)
         responses = list(responses)
-        if isinstance(env, (list, tuple)):
-            if len(env) != len(responses):
-                raise ValueError(f"run_batch got {len(env)} rows for {len(responses)} responses; give one per response")
-            tasks = list(env)
-        else:
-            tasks = [env if isinstance(env, RowTask) else load_environment(env)] * len(responses)
+        tasks = batch_tasks(env, responses)
         workers = max(1, min(max_parallel or self.max_parallel, len(responses)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
             return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning,
                                                                isolation=isolation), zip(tasks, responses)))
+
+    async def ajudge(self, env: str | Environment | RowTask, response: str, **options: Any) -> Outcome:
+        """:meth:`judge` for a coroutine, with the same arguments: it blocks no event loop, and a sample waiting
+        for its admission slot holds no thread (:mod:`deepgym.aio`)."""
+        from .aio import judge
+
+        return await judge(self, env, response, options)
+
+    async def arun(self, env: str | Environment | RowTask, response: str, **options: Any) -> Verdict:
+        """:meth:`run` for a coroutine, with the same arguments (see :meth:`ajudge`). Raises NoVerdictError."""
+        outcome = await self.ajudge(env, response, **options)
+        if isinstance(outcome, NoVerdictError):
+            raise outcome
+        return outcome
+
+    async def arun_batch(self, env: str | Environment | RowTask | Sequence[RowTask], responses: Iterable[str], *,
+                         max_parallel: int | None = None, **options: Any) -> BatchResult:
+        """:meth:`run_batch` for a coroutine, with the same arguments: every sample is a coroutine until it is
+        admitted. ``max_parallel`` caps how many of this batch's samples run at once (default: as many as
+        admission lets run)."""
+        from .aio import run_batch
+
+        return await run_batch(self, env, responses, max_parallel, options)
+
+    def asession(self, env: str | Environment, variant: int = 0):
+        """:meth:`session` for a coroutine: an async context manager returning a
+        :class:`deepgym.aio.AsyncSession`, whose ``start``, ``step``, ``score`` and ``close`` are awaited."""
+        from .aio import AsyncSession
+
+        return AsyncSession(self, self.session(env, variant))
 
     def session(self, env: str | Environment, variant: int = 0):
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager
@@ -174,6 +218,9 @@ class DeepGym:
 
     def close(self) -> None:
         """Remove any sandbox this client still owns and close its connections."""
+        from . import aio
+
+        aio.close(self)
         self.provider.close()
 
     def __enter__(self) -> DeepGym:

@@ -24,7 +24,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .admission import Admission
+from . import shutdown
+from .admission import Admission, AdmissionCancelled
 from .environments import ISOLATIONS, Environment
 from .images import HASH_LABEL, content_hash, hash_status
 from .runner.protocol import Request
@@ -156,9 +157,25 @@ def judge(provider: Provider, env: Environment, request: Request, images: Images
     sample starts once it has one. The host's deadline (the runner's own plus START_GRACE_S) is the exec's
     timeout; a command killed there has ``deadline_hit`` and no exit status, and the runner's heartbeats say
     whose fault it was. ``isolation="process"`` judges in a warm container of the docker provider
-    (:mod:`deepgym.sandbox.warm`), see :func:`isolation_for`."""
-    with admission.slot() if admission is not None else contextlib.nullcontext():
-        return _judge(provider, env, request, images, isolation)
+    (:mod:`deepgym.sandbox.warm`), see :func:`isolation_for`.
+
+    A sample that deepgym's shutdown (:mod:`deepgym.shutdown`) overlaps has no verdict (``cancelled``): one
+    not started yet never starts, one waiting for its slot stops waiting, and one running, whose sandbox the
+    shutdown removes, is not read as whatever that removal looks like."""
+    if shutdown.requested():
+        return _cancelled(provider)
+    try:
+        with admission.slot(cancelled=shutdown.requested) if admission is not None else contextlib.nullcontext():
+            observation = _judge(provider, env, request, images, isolation)
+    except AdmissionCancelled:
+        return _cancelled(provider)
+    return _cancelled(provider) if shutdown.requested() else observation
+
+
+def _cancelled(provider: Provider) -> Observation:
+    return Observation(runtime=provider.name, infra_error="cancelled",
+                       infra_reason=f"deepgym is shutting down ({shutdown.reason()}), so this sample was stopped "
+                                    f"before its verdict; judge it again in a process that is not shutting down")
 
 
 def _judge(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> Observation:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import shutdown
 from .environments import Environment, load_environment
 from .runner.protocol import IN_PLAY, REPORT, parse_events
 from .sandbox import ExecOptions, ExecResult, ImageMissing, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec
@@ -143,6 +144,8 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
     4    the sandbox broke under the agent: killed, hung, its   action,    scored 0, ``policy_sandbox_failure``
          pids used up (any other failed action)                 verify
     5    a failure of deepgym's own code (not a sandbox error)  any        no verdict, ``verifier_error``
+    6    any failure while deepgym shuts down (it removes the   any        no verdict, ``cancelled``
+         episode's container, :mod:`deepgym.shutdown`)
     ===  =====================================================  =========  ===================================
 
     The other rows are not exceptions and are decided where they happen: an invalid or disallowed action
@@ -157,6 +160,9 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
     "no verdict" is never an outcome the policy can choose.
     """
     where = {"environment": environment, "runtime": runtime, "variant": variant}
+    if shutdown.requested():  # row 6, before row 4: the shutdown broke the sandbox, not the agent
+        return NoVerdictError("cancelled", f"deepgym is shutting down ({shutdown.reason()}), which ended the episode "
+                                           f"in its {phase} phase", **where)
     if not isinstance(exc, SandboxError):
         return NoVerdictError("verifier_error", f"deepgym failed in the session's {phase} phase: {exc!r}", **where)
     if isinstance(exc, ProviderUnavailable):

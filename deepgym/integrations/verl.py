@@ -11,6 +11,9 @@ verl loads the reward function from the package::
         name: compute_score
         reward_kwargs: {mode: docker}       # and reasoning: open when the chat template opens <think>
 
+(``name: acompute_score`` is the same function as a coroutine, which verl awaits instead of giving each
+sample a thread.)
+
 Every call returns the same four keys, all of which verl copies into its reward extra info:
 
 ``score``       the verdict's score in [0, 1]
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     from ..client import DeepGym
     from ..environments import Environment
 
-__all__ = ["PLANNED_MODES", "REWARD_KEYS", "VerlNoVerdictError", "agent_loop_config_path",
+__all__ = ["PLANNED_MODES", "REWARD_KEYS", "VerlNoVerdictError", "acompute_score", "agent_loop_config_path",
            "check_mode", "compute_score", "get_client", "get_environment", "kept_out", "make_verl_compute_score",
            "make_verl_reward_fn", "reset_clients", "reward_info", "verl_rows"]
 
@@ -260,11 +263,23 @@ def reward_info(result: Any) -> dict[str, Any]:
 def _judge(env: str | Environment | RowTask, solution_str: str, variant: int, client: DeepGym,
            reasoning: str, isolation: str | None = None) -> dict[str, Any]:
     task = env if isinstance(env, RowTask) else get_environment(env)
-    outcome = client.judge(task, str(solution_str), variant=variant, reasoning=reasoning, isolation=isolation)
+    return _reward(client.judge(task, str(solution_str), variant=variant, reasoning=reasoning, isolation=isolation))
+
+
+def _reward(outcome: Any) -> dict[str, Any]:
+    """A reward function's four keys for an outcome; raises VerlNoVerdictError when it has no verdict."""
     if not outcome.has_verdict:
         raise VerlNoVerdictError.wrap(outcome)
     return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
             "error_type": outcome.error_type or ""}
+
+
+def _target(data_source: Any, ground_truth: Any, extra_info: Any, kwargs: Mapping[str, Any]
+            ) -> tuple[str | RowTask, int]:
+    """What a row is judged in, and its variant: the row's own tests for a row format, else its environment."""
+    if not (isinstance(extra_info, Mapping) and extra_info.get("environment")) and is_row_source(data_source):
+        return row_task(data_source, ground_truth, kwargs), 0
+    return _environment_and_variant(data_source, extra_info)
 
 
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
@@ -288,13 +303,23 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     malformed ``ground_truth`` (naming the field; counted in :data:`deepgym.rows.malformed_rows`), and
     ValueError for an unknown mode or reasoning.
     """
-    if not (isinstance(extra_info, Mapping) and extra_info.get("environment")) and is_row_source(data_source):
-        task = row_task(data_source, ground_truth, kwargs)
-        return _judge(task, solution_str, 0, get_client(mode, allow_local=allow_local), reasoning,
-                      kwargs.get("isolation"))
-    name, variant = _environment_and_variant(data_source, extra_info)
-    return _judge(name, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning,
+    target, variant = _target(data_source, ground_truth, extra_info, kwargs)
+    return _judge(target, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning,
                   kwargs.get("isolation"))
+
+
+async def acompute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
+                         mode: str = "auto", allow_local: bool | None = None, reasoning: str = "auto",
+                         **kwargs: Any) -> dict[str, Any]:
+    """:func:`compute_score` as a coroutine, with the same arguments and results. verl awaits an async reward
+    function on its reward worker's event loop instead of calling it in a thread
+    (``reward.custom_reward_function.name: acompute_score``), so a sample waiting for its admission slot holds
+    no thread of verl's (:mod:`deepgym.aio`); deepgym's agent loops use it too."""
+    target, variant = _target(data_source, ground_truth, extra_info, kwargs)
+    client = get_client(mode, allow_local=allow_local)
+    task = target if isinstance(target, RowTask) else get_environment(target)
+    return _reward(await client.ajudge(task, str(solution_str), variant=variant, reasoning=reasoning,
+                                           isolation=kwargs.get("isolation")))
 
 
 def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: DeepGym | None = None,

@@ -59,18 +59,33 @@ def kept_out_count() -> int:
 
 def _reward_function(config: Any, mode: str, reasoning: str | None) -> Callable[..., Any]:
     """``reward.custom_reward_function`` loaded the way verl loads it (once per process and setting), or
-    deepgym's compute_score with ``mode``; either is called with ``reasoning`` when the loop sets it."""
+    deepgym's compute_score with ``mode``; either is called with ``reasoning`` when the loop sets it. deepgym's
+    own compute_score is called as its async twin (:func:`~deepgym.integrations.verl.acompute_score`)."""
     reward = config.get("reward") or {}
     custom = reward.get("custom_reward_function") or {}
     if not custom.get("path"):
-        return functools.partial(dgverl.compute_score, mode=mode, reasoning=reasoning or "auto")
+        return functools.partial(dgverl.acompute_score, mode=mode, reasoning=reasoning or "auto")
     key = repr(OmegaConf.to_container(custom, resolve=True) if OmegaConf.is_config(custom) else custom)
     with _reward_fns_lock:
         fn = _reward_fns.get(key)
         if fn is None:
-            fn = _reward_fns[key] = get_custom_reward_fn(config)
+            fn = _reward_fns[key] = _async_twin(get_custom_reward_fn(config))
     # verl merges reward_kwargs over the call's keywords, so a reasoning in reward_kwargs still wins.
     return fn if reasoning is None else functools.partial(fn, reasoning=reasoning)
+
+
+def _async_twin(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """deepgym's compute_score as verl wraps it (``partial(call, compute_score, reward_kwargs)``) becomes
+    acompute_score with the same reward_kwargs, merged over the call's keywords as verl merges them; any other
+    function is left as it is."""
+    if not (isinstance(fn, functools.partial) and len(fn.args) == 2 and fn.args[0] is dgverl.compute_score):
+        return fn
+    reward_kwargs = dict(fn.args[1])
+
+    async def acompute_score(**call: Any) -> Any:
+        return await dgverl.acompute_score(**{**call, **reward_kwargs})
+
+    return acompute_score
 
 
 def _uses_v1(config: Any) -> bool:

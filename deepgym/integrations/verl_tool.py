@@ -42,7 +42,8 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
-from ..session import Observation, Session, cut_output
+from ..aio import AsyncSession
+from ..session import Observation, cut_output
 from ..verdict import NoVerdictError, Verdict
 from . import verl as dgverl
 from .verl import SESSION_AGENT_NAME, SESSION_TOOL_NAME, kept_out
@@ -71,14 +72,15 @@ def episode_count() -> int:
 class Episode:
     """One rollout's session. Created by the loop without a container; the tool's first call starts it.
 
-    Everything blocking runs in the event loop's executor; a lock keeps two calls of one rollout in order."""
+    It drives the session through deepgym's async API (:class:`deepgym.aio.AsyncSession`: each blocking call in
+    the client's bounded session executor); a lock keeps two calls of one rollout in order."""
 
     def __init__(self, mode: str, max_output_chars: int | None, allow_local: bool = False):
         self.id = secrets.token_hex(16)
         self.mode = mode
         self.allow_local = allow_local
         self.max_output_chars = max_output_chars
-        self.session: Session | None = None
+        self.session: AsyncSession | None = None
         self.failure: NoVerdictError | None = None
         self.outcome: Verdict | NoVerdictError | None = None
         self.lock = asyncio.Lock()
@@ -87,16 +89,16 @@ class Episode:
     def over(self) -> bool:
         return self.failure is not None or (self.session is not None and self.session.done)
 
-    def start(self, environment: str, variant: int) -> Observation:
+    async def start(self, environment: str, variant: int) -> Observation:
         env = dgverl.get_environment(environment)
         if self.max_output_chars and env.session is not None:
             limits = dataclasses.replace(env.session, output_chars=min(env.session.output_chars, self.max_output_chars))
             env = dataclasses.replace(env, session=limits)
         client = dgverl.get_client(self.mode, allow_local=True if self.mode == "local" and self.allow_local else None)
-        self.session = Session(client, env, variant)
-        return self.session.start()
+        self.session = client.asession(env, variant)
+        return await self.session.start()
 
-    def finish(self) -> Verdict | NoVerdictError:
+    async def finish(self) -> Verdict | NoVerdictError:
         """The episode's outcome: the final verifier's, or the fault that ended it; never raises."""
         if self.outcome is None:
             if self.failure is not None:
@@ -107,14 +109,14 @@ class Episode:
                                        runtime=self.mode)
             else:
                 try:
-                    self.outcome = self.session.score()
+                    self.outcome = await self.session.score()
                 except NoVerdictError as failure:
                     self.outcome = failure
         return self.outcome
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self.session is not None:
-            self.session.close()
+            await self.session.close()
 
 
 def local_refusal(where: str) -> str:
@@ -174,8 +176,7 @@ class DeepGymSessionTool(BaseTool):
             return ToolResponse(text=f"{self.name} works only inside the {SESSION_AGENT_NAME} agent loop"), 0.0, {}
         async with episode.lock:
             try:
-                text, images = await asyncio.get_running_loop().run_in_executor(
-                    None, self._act, episode, agent_data, parameters)
+                text, images = await self._act(episode, agent_data, parameters)
             except Exception as exc:  # noqa: BLE001 - never into verl's _call_tool: the model would see it
                 log.exception("deepgym: the session tool failed")
                 episode.failure = NoVerdictError("verifier_error", f"deepgym's session tool failed: {exc!r}",
@@ -184,8 +185,8 @@ class DeepGymSessionTool(BaseTool):
         response = ToolResponse(text=text, image=images) if images else ToolResponse(text=text)
         return response, 0.0, {}
 
-    def _act(self, episode: Episode, agent_data: Any, parameters: dict[str, Any]) -> tuple[str, list[Any]]:
-        """Blocking: start the episode on the first call, then run the command."""
+    async def _act(self, episode: Episode, agent_data: Any, parameters: dict[str, Any]) -> tuple[str, list[Any]]:
+        """Start the episode on the first call, then run the command."""
         if episode.over:
             return STOPPED, []
         command = parameters.get("command")
@@ -194,13 +195,13 @@ class DeepGymSessionTool(BaseTool):
         if episode.session is None:
             environment, variant = self._row_settings(agent_data)
             try:
-                first = episode.start(environment, variant)
+                first = await episode.start(environment, variant)
             except NoVerdictError as failure:
                 episode.failure = failure
                 return STOPPED, []
             shown.append(first.text)
             images += _png_images(first)
-        step = episode.session.step(command)
+        step = await episode.session.step(command)
         outcome = episode.session.outcome
         if outcome is not None and not outcome.has_verdict:
             episode.failure = outcome
@@ -236,14 +237,13 @@ class DeepGymAgentLoop(ToolAgentLoop):
         episode = self.episode
         with _episodes_lock:
             _episodes[episode.id] = episode
-        executor = asyncio.get_running_loop().run_in_executor
         try:
             output = await super().run(sampling_params, **kwargs)
-            outcome = await executor(None, episode.finish)
+            outcome = await episode.finish()
         finally:
             with _episodes_lock:
                 _episodes.pop(episode.id, None)
-            await executor(None, episode.close)
+            await episode.close()
         if isinstance(outcome, NoVerdictError):
             keep_out(output, outcome, config=self.config, advice=_V1_ADVICE, what="episode")
         else:

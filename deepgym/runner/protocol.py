@@ -82,6 +82,8 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
     "invalid_score": (False, "the report's score was not a finite number in [0, 1]"),
     "host_overloaded": (False, "a wall-clock limit or the host's deadline fired while the host starved the sandbox "
                                "of CPU"),
+    "cancelled": (False, "deepgym was shutting down (SIGTERM, SIGINT, deepgym.shutdown) before the sample had its "
+                         "verdict, so it was stopped or never started"),
 }
 
 

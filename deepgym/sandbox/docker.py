@@ -24,7 +24,8 @@ reported; removed from outside, it is SandboxLost on both paths.
 
 Every container carries the labels ``deepgym`` (this provider's run id) and ``deepgym.owner``
 (``host/pid-namespace/pid/start-time``). On first contact the provider removes containers whose owner process
-is gone, never those of a live process; ``deepgym cleanup`` sweeps them all.
+is gone, never those of a live process; ``deepgym cleanup`` sweeps them all. On SIGTERM or SIGINT the provider
+removes its own (:mod:`deepgym.shutdown`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from .. import shutdown
 from ..admission import engine_key
 from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
@@ -232,6 +234,7 @@ class DockerProvider(Provider):
         self._pool = max_parallel + 4 + (REFILLERS if size else 0)
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
+        shutdown.register(self.close)  # SIGTERM/SIGINT remove this provider's containers (deepgym.shutdown)
         self._warm: WarmPool | None = None
 
     def warm_pool(self) -> WarmPool:

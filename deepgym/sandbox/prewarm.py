@@ -11,14 +11,14 @@ and outside its admission slot. The sample's deadline starts when it asks, never
 Nothing about the container is shared: it was made from the resolved image id with the sample's own spec,
 and nothing ran in it but the runner waiting for its request (the runner starts its budgets and facts only
 once it has read the request). A container found dead or closed while it waited is thrown away unused;
-one that waited longer than :data:`MAX_IDLE_S` too. The pool is emptied when its provider closes, and at the
-latest when the interpreter exits; if deepgym is killed, its prewarmed runners read end-of-file on their stdin
-and exit, and the next start-up's reaper removes them (their owner label names this process).
+one that waited longer than :data:`MAX_IDLE_S` too. The pool is emptied when its provider closes, on
+SIGTERM or SIGINT (:mod:`deepgym.shutdown`), and at the latest when the interpreter exits; if deepgym is
+killed, its prewarmed runners read end-of-file on their stdin and exit, and the next start-up's reaper removes
+them (their owner label names this process).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import logging
@@ -27,12 +27,12 @@ import select
 import socket
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from .. import shutdown
 from .base import ExecOptions, ExecResult, SandboxError, SandboxSpec
 
 if TYPE_CHECKING:
@@ -102,16 +102,6 @@ def key(spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Hashabl
             tuple(argv), options.user, options.cwd, tuple(sorted(options.env.items())))
 
 
-_live: weakref.WeakSet[Prewarm] = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    """Empty every pool still open when the interpreter exits (a client that was never closed)."""
-    for pool in list(_live):
-        pool.close()
-
-
 class Prewarm:
     """The prewarmed containers of one :class:`~deepgym.sandbox.docker.DockerProvider`, ``size`` per kind."""
 
@@ -123,7 +113,7 @@ class Prewarm:
         self._lock = threading.Lock()
         self._closed = False
         self._workers = ThreadPoolExecutor(max_workers=REFILLERS, thread_name_prefix="deepgym-prewarm")
-        _live.add(self)
+        shutdown.register(self.close)  # on SIGTERM/SIGINT, and at the latest when the interpreter exits
 
     def run(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions, started: float) -> ExecResult:
         """One sample in a prewarmed container (or, when none is ready, one started now), by the deadline

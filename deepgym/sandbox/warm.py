@@ -14,13 +14,12 @@ A container is retired (removed, never used again) when its server says so (anyt
 an OOM kill or a limit hit in it, a runner that did not exit cleanly), when a sample misses the host's
 deadline or its stream breaks, after :data:`SAMPLES_VARIABLE` samples, and after :data:`MAX_IDLE_S` idle.
 Containers carry the provider's labels (``deepgym``, ``deepgym.owner``), so the provider's close, the orphan
-reaper and ``deepgym cleanup`` know them; :func:`close_all` (also run at interpreter exit) removes every warm
-container of this process.
+reaper and ``deepgym cleanup`` know them. Each pool registers its ``close`` with :mod:`deepgym.shutdown`, so a
+SIGTERM, a SIGINT or the interpreter's exit removes every warm container of this process.
 """
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import json
 import logging
@@ -30,10 +29,10 @@ import socket
 import struct
 import threading
 import time
-import weakref
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
+from .. import shutdown
 from ..runner.protocol import MAX_UID, Request
 from ..runner.serve import SERVE_MARKER
 from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
@@ -86,17 +85,6 @@ class Warm:
         return self.first_uid + 2 * self.samples
 
 
-_live: weakref.WeakSet[WarmPool] = weakref.WeakSet()
-
-
-@atexit.register
-def close_all() -> None:
-    """Remove every warm container of this process (every pool of every client): for shutdown handlers, and
-    run at interpreter exit."""
-    for pool in list(_live):
-        pool.close()
-
-
 class WarmPool:
     """The warm containers of one :class:`~deepgym.sandbox.docker.DockerProvider`: at most ``size`` per kind,
     each judging at most ``samples`` samples."""
@@ -109,7 +97,7 @@ class WarmPool:
         self._count: dict[Hashable, int] = {}
         self._changed = threading.Condition()
         self._closed = False
-        _live.add(self)
+        shutdown.register(self.close)
 
     def run(self, spec: SandboxSpec, argv: Sequence[str], request: Request, timeout_s: float) -> ExecResult:
         """Judge ``request`` in a warm container of ``spec`` whose main process is ``argv`` (the server), under

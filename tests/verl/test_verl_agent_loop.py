@@ -48,6 +48,18 @@ def test_the_packaged_yaml_builds_deepgyms_loop():
     assert loop.mode == "auto" and loop.reasoning is None
 
 
+def test_deepgyms_own_reward_function_is_awaited_as_its_async_twin():
+    """Configured as verl's reward function (or by default), deepgym's compute_score runs in the loop as
+    acompute_score: awaited on verl's event loop, not in a thread of its executor."""
+    import inspect
+
+    async def build(config):
+        return instantiate_loop(config, ScriptedServer(LineTokenizer(), "x"))
+
+    for config in (loop_config(use_v1=True, **DEEPGYM_REWARD), loop_config(use_v1=True)):
+        assert inspect.iscoroutinefunction(asyncio.run(build(config)).reward_fn)
+
+
 def test_a_configured_custom_reward_function_scores_the_sample(dataset_row, tmp_path):
     module = tmp_path / "my_reward.py"
     module.write_text("def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs):\n"

@@ -205,3 +205,31 @@ def test_one_client_per_mode_is_shared_by_verls_reward_threads(coin_change_image
     assert [s for s, _ in results] == [1.0] * 4
     assert len({id(client) for _, client in results}) == 1
     assert get_client("auto") is not get_client("docker")  # one per mode
+
+
+@pytest.mark.docker
+def test_acompute_score_is_awaited_by_verls_reward_manager_without_a_thread_per_waiting_sample(coin_change_image,
+                                                                                              monkeypatch):
+    """``name: acompute_score``: verl's naive manager awaits it on its event loop. 12 samples at once at an
+    admission bound of 2 are judged right by at most 2 of deepgym's threads."""
+    import threading
+
+    monkeypatch.setenv("DEEPGYM_MAX_SANDBOXES", "2")
+    config = OmegaConf.merge(reward_config("docker"), {"reward": {"custom_reward_function": {"name": "acompute_score"}}})
+    tokenizer = LineTokenizer()
+    row = dict(coin_change_row())
+    judging: list[int] = []
+
+    async def score_all():
+        reward_manager = load_reward_manager(config, tokenizer)
+        assert reward_manager.is_async_reward_score
+        jobs = [asyncio.ensure_future(reward_manager.run_single(data_proto(tokenizer, row, response)))
+                for response in [RIGHT, WRONG] * 6]
+        while not all(job.done() for job in jobs):
+            judging.append(sum(t.name.startswith("deepgym-async") for t in threading.enumerate()))
+            await asyncio.sleep(0.01)
+        return await asyncio.gather(*jobs)
+
+    results = asyncio.run(score_all())
+    assert [r["reward_score"] for r in results] == [1.0, 0.0] * 6
+    assert max(judging) <= 2
