@@ -313,3 +313,26 @@ def test_a_daemon_left_by_one_case_cannot_touch_the_next_cases_output(row_gym):
     verdict = row_gym.run(row_task("codecontests", THREE_CASES, {"scoring": "partial"}), fenced(DAEMON))
     assert verdict.score == 1.0, verdict
     assert all("tampered" not in (case.actual or "") for case in verdict.cases)
+
+
+def test_a_case_ends_as_a_fresh_interpreter_would(row_gym):
+    """Threads are joined, atexit callbacks run and output is flushed; exit statuses and compile errors are a
+    fresh interpreter's."""
+    task = row_task("codecontests", THREE_CASES, {"scoring": "partial"})
+    programs = {
+        "a thread answers after the module ends": ("import threading, time\ninput()\n"
+                                                   "threading.Thread(target=lambda: (time.sleep(0.1), print('ok'))).start()\n",
+                                                   1.0, None),
+        "atexit answers": "import atexit\ninput()\natexit.register(print, 'ok')\n",
+        "sys.exit(0) after the answer": "import sys\ninput()\nprint('ok')\nsys.exit(0)\n",
+        "sys.exit('message') after the answer": ("import sys\ninput()\nprint('ok')\nsys.exit('bye')\n", 0.0,
+                                                 "solution_error"),
+        "raises after the answer": ("input()\nprint('ok')\nraise ValueError('late')\n", 0.0, "solution_error"),
+        "does not compile": ("input()\nprint('ok'\n", 0.0, "solution_error"),
+    }
+    for name, spec in programs.items():
+        code, score, error_type = spec if isinstance(spec, tuple) else (spec, 1.0, None)
+        verdict = row_gym.run(task, fenced(code))
+        assert verdict.score == score and verdict.error_type == error_type, (name, verdict)
+    broken = row_gym.run(task, fenced("input()\nprint('ok'\n"))
+    assert "SyntaxError" in broken.cases[0].error, broken.cases[0]

@@ -30,6 +30,10 @@ from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Supervised
 
 
+class ZygoteFailed(RuntimeError):
+    """The case server did not start: the runner's failure, which becomes no verdict (verifier_error)."""
+
+
 class _ForkedCase:
     """One case's child as :class:`Supervised` sees a process: its output pipes, and ``wait``, which reads the
     zygote's reply (the child's exit status)."""
@@ -84,6 +88,22 @@ class CaseServer:
         finally:
             theirs.close()
         self._control = control
+        # Nothing of the submission's runs before "ready" (every process of its user was killed before this
+        # start), so a zygote that never gets there is the runner's failure: no verdict, never a 0.
+        control.settimeout(limits.case_wall_s)
+        try:
+            ready = control.recv(4096)
+        except OSError as exc:
+            ready = repr(exc).encode()
+        finally:
+            control.settimeout(None)
+        if ready != b'{"ready": true}':
+            stderr = b""
+            if self._zygote.poll() is not None and self._zygote.stderr is not None:
+                stderr = self._zygote.stderr.read(4096)
+            self.close()
+            raise ZygoteFailed(f"the case server did not start ({ready[:200]!r}): "
+                               f"{stderr.decode('utf-8', 'replace')[-2000:]}")
 
     def run(self, budget: Budget, data: bytes, compare: Callable[[bytes], Fault | None],
             result: dict[str, Any]) -> dict[str, Any]:

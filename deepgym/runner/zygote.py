@@ -11,7 +11,8 @@ starts from the same state, as a fresh interpreter would, at the cost of a fork 
 The zygote only ever holds the program. The runner keeps the cases' expected outputs and compares outputs
 itself; a case's input reaches the zygote as a file descriptor it passes on unread.
 
-Per case the runner sends, on the ``CONTROL_FD`` socket (SOCK_SEQPACKET), ``{"cpu_s": N}`` with three
+Once the modules are imported (before the program is compiled) it sends ``{"ready": true}``. Then per case
+the runner sends, on the ``CONTROL_FD`` socket (SOCK_SEQPACKET), ``{"cpu_s": N}`` with three
 descriptors: the case's stdin, stdout and stderr. The zygote forks; the child puts them on 0, 1 and 2, lowers
 its CPU limit to N seconds, and runs the compiled program as ``__main__`` with fresh globals, exiting as the
 interpreter would (the exit status of ``sys.exit``, 1 after an uncaught exception, 120 when stdout cannot be
@@ -158,13 +159,15 @@ def main(argv: list[str]) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     for name in filter(None, preload.split(",")):
         importlib.import_module(name)
+    control = socket.socket(fileno=int(control_fd))
+    control.send(b'{"ready": true}')  # the trusted part of the start is done: from here on, it is the program's
     code, error = None, None
     try:
         with open(path, "rb") as f:
             code = compile(f.read(), path, "exec", dont_inherit=True)
     except BaseException as exc:  # noqa: BLE001 - SyntaxError, MemoryError: each case reports it
         error = exc
-    serve(socket.socket(fileno=int(control_fd)), libc, path, code, error, sweep == "1")
+    serve(control, libc, path, code, error, sweep == "1")
     return 0
 
 
