@@ -325,6 +325,7 @@ def test_a_case_ends_as_a_fresh_interpreter_would(row_gym):
                                                    1.0, None),
         "atexit answers": "import atexit\ninput()\natexit.register(print, 'ok')\n",
         "sys.exit(0) after the answer": "import sys\ninput()\nprint('ok')\nsys.exit(0)\n",
+        "reads /dev/stdin": "print('ok' if open('/dev/stdin').read().strip() in ('1', '2', '3') else 'no input')\n",
         "sys.exit('message') after the answer": ("import sys\ninput()\nprint('ok')\nsys.exit('bye')\n", 0.0,
                                                  "solution_error"),
         "raises after the answer": ("input()\nprint('ok')\nraise ValueError('late')\n", 0.0, "solution_error"),
