@@ -119,12 +119,17 @@ class CaseServer:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            _write_all(stdin, data)
+            _write_all(stdin, data)  # a failure here is the runner's: it propagates (no verdict)
             os.lseek(stdin, 0, os.SEEK_SET)
-            socket.send_fds(self._control, [json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode()],
-                            [stdin, out_w, err_w])
-        except OSError:
-            pass  # the zygote is gone: the case ends as a program that closed its channel
+            try:
+                socket.send_fds(self._control, [json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode()],
+                                [stdin, out_w, err_w])
+            except OSError:
+                pass  # the submission killed the zygote: the case ends as a program that closed its channel
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
         finally:
             for fd in (stdin, out_w, err_w):
                 os.close(fd)
