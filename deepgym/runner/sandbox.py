@@ -554,6 +554,10 @@ class Sandbox:
     def _alive(self) -> list[int]:
         return [pid for pid in self.members() if (stat := _stat(pid)) is not None and stat.state != "Z"]
 
+    def others_alive(self, keep: int) -> bool:
+        """Whether any untrusted process but ``keep`` (a zygote between cases) is still alive."""
+        return any(pid != keep for pid in self._alive())
+
     def _live_uids(self) -> set[int]:
         return {process_uid(pid) for pid in self._alive()} & self.uids
 
@@ -642,7 +646,9 @@ class Outcome:
 
 class Supervised:
     """An untrusted process whose stdout, stderr and optional channel pipe are drained while limits are
-    enforced. stdout is kept up to ``keep_stdout`` bytes (a program's answer); otherwise only a short head."""
+    enforced. stdout is kept up to ``keep_stdout`` bytes (a program's answer); otherwise only a short head.
+    ``proc`` is a Popen, or for a case forked by a zygote an object with the same ``stdout``, ``stderr`` and
+    ``wait``, whose end ``exit_fd`` signals (readable once it ended) instead of a pidfd."""
 
     HEAD_BYTES = 4096
     POLL_S = 0.02
@@ -650,7 +656,7 @@ class Supervised:
     MAX_LINE_BYTES = 16 << 20
 
     def __init__(self, sandbox: Sandbox, proc: subprocess.Popen[bytes], *, channel_fd: int | None = None,
-                 requests_fd: int | None = None, keep_stdout: int = 0):
+                 requests_fd: int | None = None, keep_stdout: int = 0, exit_fd: int | None = None):
         self.sandbox = sandbox
         self.proc = proc
         self.selector = selectors.DefaultSelector()
@@ -673,10 +679,14 @@ class Supervised:
         if requests_fd is not None:
             os.set_blocking(requests_fd, False)
         self._pidfd = None
-        if hasattr(os, "pidfd_open"):
+        self._exit_watched = exit_fd is not None
+        if exit_fd is not None:
+            self.selector.register(exit_fd, selectors.EVENT_READ, "exit")
+        elif hasattr(os, "pidfd_open"):
             try:
                 self._pidfd = os.pidfd_open(proc.pid)
                 self.selector.register(self._pidfd, selectors.EVENT_READ, "exit")
+                self._exit_watched = True
             except OSError:
                 self._pidfd = None
 
@@ -758,7 +768,7 @@ class Supervised:
                         return Outcome("line", meter.tick(), line=line)
                     if len(self.channel) > self.MAX_LINE_BYTES:
                         return Outcome("output", meter.tick(), detail="sent more than 16 MiB to the runner")
-            if exited or (self._pidfd is None and self.proc.poll() is not None):
+            if exited or (not self._exit_watched and self.proc.poll() is not None):
                 outcome = self._exited(meter.tick())
                 if self.output_bytes > output_limit:
                     return Outcome("output", outcome.usage, detail=f"wrote {self.output_bytes} bytes of output")

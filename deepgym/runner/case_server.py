@@ -1,0 +1,167 @@
+"""The runner's side of a program's case server (:mod:`zygote`): run each stdin/stdout case in a child forked
+from one interpreter per sample instead of starting a fresh interpreter per case.
+
+Every rule of a case run by a fresh process still holds, enforced here by the runner: the case's CPU and
+wall-clock limits (:meth:`Supervised.wait`, the child's own RLIMIT_CPU), the memory limits, the output cap,
+a fresh stdout and stderr pipe per case that only that case's child ever holds, the input as an anonymous
+file, and the comparison of the output in the runner. The zygote is the submission's: it gets no expected
+output, and its reply (the exit status) is the submission's data.
+
+The zygote is kept for the next case only when a case ended cleanly (it exited, the zygote replied, and no
+other process of the submission is left). After anything else (a limit, a zygote killed or stopped by the
+submission, processes left behind) every process of the submission is killed and the next case starts a new
+zygote, so a case can only ever hurt itself and the cases after it, never be judged on another's output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .channels import Fault
+from .program import case_result
+from .protocol import Limits
+from .sandbox import Budget, Outcome, Sandbox, Supervised
+
+
+class ZygoteFailed(RuntimeError):
+    """The case server did not start: the runner's failure, which becomes no verdict (verifier_error)."""
+
+
+class _ForkedCase:
+    """One case's child as :class:`Supervised` sees a process: its output pipes, and ``wait``, which reads the
+    zygote's reply (the child's exit status)."""
+
+    def __init__(self, stdout_fd: int, stderr_fd: int, control: socket.socket):
+        self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
+        self.stderr = os.fdopen(stderr_fd, "rb", buffering=0)
+        self._control = control
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The child's exit status; raises TimeoutExpired when the zygote gives none (it died, or wrote
+        something else)."""
+        self._control.settimeout(timeout)
+        try:
+            reply = json.loads(self._control.recv(4096))
+        except (OSError, ValueError):
+            reply = None
+        finally:
+            self._control.settimeout(None)
+        code = reply.get("exit") if isinstance(reply, dict) else None
+        if type(code) is not int or not -64 <= code <= 255:
+            raise subprocess.TimeoutExpired("zygote", timeout or 0.0)
+        return code
+
+    def poll(self) -> int | None:
+        return None  # the end is signalled on the control socket (Supervised's exit_fd)
+
+    def close(self) -> None:
+        self.stdout.close()
+        self.stderr.close()
+
+
+class CaseServer:
+    """A sample's zygote for the program at ``script`` (the staged file), started on first use. Close it."""
+
+    def __init__(self, sandbox: Sandbox, limits: Limits, script: Path, preload: tuple[str, ...]):
+        self.sandbox, self.limits, self.script, self.preload = sandbox, limits, script, preload
+        self._zygote: subprocess.Popen[bytes] | None = None
+        self._control: socket.socket | None = None
+
+    def _start(self) -> None:
+        control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        limits = self.limits
+        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.zygote", str(limits.memory_mb), str(limits.nofile),
+                str(math.ceil(limits.total_cpu_s) + 1), str(self.script), str(theirs.fileno()), ",".join(self.preload),
+                "1" if self.sandbox.confined else "0"]
+        try:
+            self._zygote = self.sandbox.spawn(argv, pass_fds=(theirs.fileno(),), cwd=str(self.script.parent))
+        except BaseException:
+            control.close()
+            raise
+        finally:
+            theirs.close()
+        self._control = control
+        # Nothing of the submission's runs before "ready" (every process of its user was killed before this
+        # start), so a zygote that never gets there is the runner's failure: no verdict, never a 0.
+        control.settimeout(limits.case_wall_s)
+        try:
+            ready = control.recv(4096)
+        except OSError as exc:
+            ready = repr(exc).encode()
+        finally:
+            control.settimeout(None)
+        if ready != b'{"ready": true}':
+            stderr = b""
+            if self._zygote.poll() is not None and self._zygote.stderr is not None:
+                stderr = self._zygote.stderr.read(4096)
+            self.close()
+            raise ZygoteFailed(f"the case server did not start ({ready[:200]!r}): "
+                               f"{stderr.decode('utf-8', 'replace')[-2000:]}")
+
+    def run(self, budget: Budget, data: bytes, compare: Callable[[bytes], Fault | None],
+            result: dict[str, Any]) -> dict[str, Any]:
+        """Run the program on ``data`` as its stdin; ``compare`` judges its output (None: right)."""
+        limits = budget.limits
+        cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
+        output_limit = limits.output_kb * 1024
+        meter = self.sandbox.watch()  # before the zygote starts: the first case pays for its start
+        if self._zygote is None:
+            self._start()
+        assert self._zygote is not None and self._control is not None
+        stdin = os.memfd_create("case-input", os.MFD_CLOEXEC)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            _write_all(stdin, data)  # a failure here is the runner's: it propagates (no verdict)
+            os.lseek(stdin, 0, os.SEEK_SET)
+            try:
+                socket.send_fds(self._control, [json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode()],
+                                [stdin, out_w, err_w])
+            except OSError:
+                pass  # the submission killed the zygote: the case ends as a program that closed its channel
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
+        finally:
+            for fd in (stdin, out_w, err_w):
+                os.close(fd)
+        child = _ForkedCase(out_r, err_r, self._control)
+        process = Supervised(self.sandbox, child, keep_stdout=output_limit, exit_fd=self._control.fileno())
+        try:
+            outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
+                                   output_limit=output_limit)
+        finally:
+            process.close()
+            child.close()
+        if not self._clean(outcome):
+            self.close()
+        budget.spend(outcome.usage)
+        return case_result(outcome, process, limits, compare, result)
+
+    def _clean(self, outcome: Outcome) -> bool:
+        """Whether the zygote may serve the next case: the child exited, the zygote said so, and nothing else
+        of the submission's is alive."""
+        return outcome.kind == "exited" and outcome.exit_code is not None and self._zygote is not None \
+            and self._zygote.poll() is None and not self.sandbox.others_alive(self._zygote.pid)
+
+    def close(self) -> None:
+        """Stop the zygote and everything of the submission's (the next case, if any, starts a new one)."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        self._zygote = None
+        self.sandbox.kill_all()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
