@@ -18,11 +18,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from .admission import Admission
 from .environments import Environment
@@ -40,27 +38,10 @@ RUNNER_PIDS = 8
 # take to start on a busy engine.
 START_GRACE_S = 20.0
 STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
-# The image's entry point, spelled out: the one command every image-based provider runs.
-IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
-# Local mode runs the host's runner, from the same deepgym as this process (``-I`` ignores PYTHONPATH, so the
-# package's own folder is put first explicitly).
-LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
-                "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
-                "runpy.run_module('deepgym.runner', run_name='__main__', alter_sys=True)")
-
-
 class ImageStale(SandboxError):
     """The image was built from other environment files than the host's."""
 
     error_type = "image_stale"
-
-
-def runner_argv(provider: Provider, env: Environment) -> list[str]:
-    """The runner's command line in ``provider``'s sandboxes: the one place that knows each mode's."""
-    if provider.name == "local":
-        return [*LOCAL_RUNNER, str(Path(__file__).resolve().parent.parent), "--unconfined", "--env-dir",
-                str(env.tests_dir)]
-    return list(IMAGE_RUNNER)
 
 
 def sandbox_spec(env: Environment, image_id: str) -> SandboxSpec:
@@ -152,7 +133,7 @@ def _judge(provider: Provider, env: Environment, request: Request, images: Image
         else:
             image_id, image_status = images.resolve(provider, env)
             spec = sandbox_spec(env, image_id)
-        result = provider.run(spec, runner_argv(provider, env),
+        result = provider.run(spec, provider.runner_argv(str(env.tests_dir)),
                               ExecOptions(stdin=request.to_json().encode() + b"\n",
                                           timeout_s=request.limits.host_deadline_s + START_GRACE_S))
     except SandboxError as exc:

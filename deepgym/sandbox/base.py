@@ -46,6 +46,8 @@ from typing import ClassVar
 
 from ..errors import DeepGymError
 
+# The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
+IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 
@@ -211,6 +213,11 @@ class Provider(ABC):
         both ways must pass the same conformance and hostile suites."""
         with self.create(spec) as box:
             return box.exec(argv, options)
+
+    def runner_argv(self, tests_dir: str) -> list[str]:
+        """The runner's command line in this provider's sandboxes, for an environment whose hidden tests are in
+        ``tests_dir`` on this host: the image's own runner, which has the tests baked in."""
+        return list(IMAGE_RUNNER)
 
     @abstractmethod
     def sweep(self, labels: Mapping[str, str]) -> int:

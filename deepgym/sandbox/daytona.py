@@ -34,7 +34,7 @@ from ..errors import ConfigurationError
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
-from .remote import Remote, RemoteSandbox
+from .remote import Remote, RemoteSandbox, create_sandbox
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -179,21 +179,16 @@ class DaytonaProvider(Provider):
             snapshot=spec.image, labels={**spec.labels, LABEL: self.run_id, OWNER_LABEL: self.owner},
             network_block_all=not spec.network, ephemeral=True, auto_stop_interval=minutes, ttl_minutes=minutes,
             os_user="root")
-        self.limits.acquire()
-        created = None
-        try:
+
+        def make() -> DaytonaRemote:
             with translate_errors(self.sdk, "start"):
                 try:
-                    created = client.create(params, timeout=self.create_timeout_s)
+                    return DaytonaRemote(self, client.create(params, timeout=self.create_timeout_s))
                 except _errors(self.sdk).DaytonaError as exc:
                     self._delete_half_made(client, getattr(exc, "sandbox_id", None))
                     raise
-            return RemoteSandbox(DaytonaRemote(self, created), spec, on_close=self.limits.release)
-        except BaseException:
-            if created is not None:
-                DaytonaRemote(self, created).delete()
-            self.limits.release()
-            raise
+
+        return create_sandbox(self.limits, make, spec)
 
     def _delete_half_made(self, client: Any, sandbox_id: str | None) -> None:
         """A create that timed out may have made the sandbox already; the SDK's error names it."""

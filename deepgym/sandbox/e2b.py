@@ -29,7 +29,7 @@ from ..errors import ConfigurationError
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
-from .remote import Remote, RemoteSandbox
+from .remote import Remote, RemoteSandbox, create_sandbox
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -147,24 +147,19 @@ class E2BProvider(Provider):
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         options = self.options()
-        self.limits.acquire()
-        box = None
-        try:
+
+        def make() -> E2BRemote:
             try:
                 with translate_errors(self.sdk, "start"):
-                    box = self.sdk.Sandbox.create(
+                    return E2BRemote(self, self.sdk.Sandbox.create(
                         template=spec.image, timeout=max(1, int(spec.lifetime_s)),
                         metadata={**spec.labels, LABEL: self.run_id, OWNER_LABEL: self.owner},
-                        allow_internet_access=spec.network, **options)
+                        allow_internet_access=spec.network, **options))
             except ImageMissing:
                 raise ImageMissing(f"E2B has no template {spec.image}; build it from the pushed image of its "
                                    "environment (docs/providers.md)") from None
-            return RemoteSandbox(E2BRemote(self, box), spec, on_close=self.limits.release)
-        except BaseException:
-            if box is not None:
-                E2BRemote(self, box).delete()
-            self.limits.release()
-            raise
+
+        return create_sandbox(self.limits, make, spec)
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Kill every sandbox of deepgym's (metadata ``deepgym``, any run) that carries all of ``labels``."""

@@ -12,7 +12,8 @@ image): ``sleep infinity`` as main process, no network unless ``allow_internet_a
 killed when the request's ``Connect-Timeout-Ms`` runs out (envd treats it as the process's lifetime). A
 non-zero exit ends the stream with ``end{exit_code}``, which the SDK raises as ``CommandExitException``.
 
-Faults: :attr:`E2BStandIn.faults` (the same knobs as the Daytona stand-in's).
+Faults: :attr:`E2BStandIn.faults` (:class:`~standins.Faults`; routes ``create``, ``exec``, ``upload``, ``kill``,
+``list``; an exec's status is a Connect error: 500 ``internal``, 503 ``unavailable``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import base64
 import threading
 import time
 import uuid
-from collections import defaultdict
-from dataclasses import dataclass, field
 
 import docker
 import uvicorn
@@ -38,25 +37,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import ContainerBacked
+from . import ContainerBacked, Faults
 
 STANDIN_LABEL = "deepgym.test.e2b-standin"
 ENVD_VERSION = "0.6.10"
 PE = pb.ProcessEvent
-
-
-@dataclass
-class Faults:
-    """Per route (``create``, ``exec``, ``upload``, ``kill``, ``list``), a queue of HTTP statuses the next
-    requests answer with (an exec's is a Connect error: 500 ``internal``, 503 ``unavailable``);
-    ``create_delay_s``; ``kill_during_exec_s``: the next exec's container is killed that long into it."""
-
-    statuses: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    create_delay_s: float = 0.0
-    kill_during_exec_s: float | None = None
-
-    def fail(self, route: str, *statuses: int) -> None:
-        self.statuses[route].extend(statuses)
 
 
 class E2BStandIn(ContainerBacked):
@@ -116,15 +101,8 @@ class E2BStandIn(ContainerBacked):
         self.remove_all()
 
     # ------------------------------------------------------------------ helpers for tests
-    def running(self, entry: dict) -> bool:
-        try:
-            return self.docker.api.inspect_container(entry["container"])["State"]["Running"]
-        except docker.errors.NotFound:
-            return False
-
     def fault(self, route: str) -> int | None:
-        queue = self.faults.statuses.get(route)
-        return queue.pop(0) if queue else None
+        return self.faults.next(route)
 
     # ------------------------------------------------------------------ control plane
     def _authorised(self, request: Request) -> bool:
@@ -191,14 +169,8 @@ class E2BStandIn(ContainerBacked):
         if entry is None or entry.get("killed"):
             return _error(404, "sandbox not found")
         entry["killed"] = True
-        await asyncio.to_thread(self._remove, entry["container"])
+        await asyncio.to_thread(self.remove_container, entry["container"])
         return Response(status_code=204)
-
-    def _remove(self, container: str) -> None:
-        try:
-            self.docker.api.remove_container(container, force=True)
-        except docker.errors.NotFound:
-            pass
 
     # ------------------------------------------------------------------ envd over plain HTTP
     def envd_sandbox(self, headers) -> dict | None:
