@@ -76,7 +76,8 @@ class ModalStandIn(ContainerBacked):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ModalStandIn:
-        threading.Thread(target=self._serve, daemon=True, name="modal-standin").start()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="modal-standin")
+        self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("the Modal stand-in did not start")
         return self
@@ -85,18 +86,41 @@ class ModalStandIn(ContainerBacked):
         asyncio.set_event_loop(self._loop)
         self._server = Server([self._service(api_grpc.ModalClientBase, control=True),
                                self._service(task_command_router_grpc.TaskCommandRouterBase, control=False)])
+        protocols, made = [], self._server._protocol_factory
+
+        def tracked():  # grpclib's close() leaves the accepted connections open: stop() closes them
+            protocols.append(made())
+            return protocols[-1]
+
+        self._server._protocol_factory = tracked
+        self._protocols = protocols
         self._loop.run_until_complete(self._server.start("127.0.0.1", 0))
         self.port = self._server._server.sockets[0].getsockname()[1]
         self._ready.set()
-        self._loop.run_forever()
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
 
     def stop(self) -> None:
         async def close():
             self._server.close()
             await self._server.wait_closed()
+            for protocol in self._protocols:
+                if hasattr(protocol, "processor"):
+                    protocol.processor.close("the stand-in stops")
+            for run in self.execs.values():
+                if run["process"].returncode is None:
+                    run["process"].kill()
+                    await run["process"].wait()
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
         self.remove_all()
 
     def _service(self, base: type, *, control: bool):
@@ -213,6 +237,16 @@ class ModalStandIn(ContainerBacked):
         await self._blocking(self.remove_container, entry["container"])
         await stream.send_message(api_pb2.SandboxTerminateResponse())
 
+    async def rpc_SandboxWaitV2(self, stream):
+        """``Sandbox.from_id`` (a wait of 0 s): a running sandbox has no result yet."""
+        request = await self._request("SandboxWaitV2", stream)
+        entry = self.sandboxes.get(request.sandbox_id)
+        if entry is None:
+            raise GRPCError(Status.NOT_FOUND, f"Sandbox {request.sandbox_id} not found")
+        done = entry.get("terminated") or not await self._blocking(self.running, entry)
+        await stream.send_message(api_pb2.SandboxWaitResponse(result=api_pb2.GenericResult(
+            status=api_pb2.GenericResult.GENERIC_STATUS_TERMINATED) if done else None))
+
     async def rpc_SandboxListV2(self, stream):
         request = await self._request("SandboxListV2", stream)
         self._fault("list")
@@ -286,7 +320,7 @@ class ModalStandIn(ContainerBacked):
         offset = request.offset
         while True:
             async with run["changed"]:
-                await run["changed"].wait_for(lambda: len(run["out"][request.file_descriptor]) > offset
+                await run["changed"].wait_for(lambda seen=offset: len(run["out"][request.file_descriptor]) > seen
                                               or request.file_descriptor in run["closed"])
                 data = bytes(run["out"][request.file_descriptor][offset:])
                 ended = request.file_descriptor in run["closed"]
