@@ -1,9 +1,9 @@
 """The modal provider: sandboxes on Modal, through its own Python client (``pip install 'deepgym[modal]'``).
 
-An environment's image is ``modal.Image.from_registry`` of its pushed, digest-pinned reference (the manifest of
-``deepgym images push``, given as ``image_manifest=`` or ``DEEPGYM_IMAGE_MANIFEST``): Modal builds and caches an
-image by its definition, and a digest pins the definition to the bytes. It is resolved (built, or found in
-Modal's cache) once per client and environment. Each sandbox maps the spec to Modal's terms:
+An environment's image is the Modal image that ``deepgym images register modal ENV`` built from the pushed,
+digest-pinned reference (``modal.Image.from_registry``) and recorded under the content-hash name
+``deepgym-<env>-<hash>`` in the Modal Dict ``deepgym-images`` (:mod:`deepgym.registration`; Modal has no
+named images of its own). It is looked up once per client and environment. Each sandbox maps the spec to Modal's terms:
 ``block_network=True`` unless the spec allows a network, ``cpu`` and ``memory`` (MiB) from the spec,
 ``timeout`` (Modal's own lifetime, after which it terminates the sandbox) from ``lifetime_s``, the main
 process ``sleep`` for as long (the image's own entry point is the runner, which must not start by itself),
@@ -39,6 +39,7 @@ from .quota import AccountLimits
 from .remote import Remote, RemoteSandbox, create_sandbox
 
 APP = "deepgym"
+IMAGES = "deepgym-images"
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
 
@@ -125,32 +126,40 @@ class ModalProvider(Provider):
                 self._client = client
             return self._client, self._app
 
+    def registry(self) -> Any:
+        """The Modal Dict ``deepgym-images``: registered name -> Modal image id (:meth:`register_image`)."""
+        client, _ = self.client()
+        return self.sdk.Dict.from_name(IMAGES, create_if_missing=True, client=client)
+
     def image(self, ref: str) -> Image:
-        """The Modal image of the pushed, digest-pinned ``ref``, built or found in Modal's cache."""
-        from ..registration import environment_of
+        """The registered Modal image of the environment ``ref`` names; its name carries the content hash."""
+        from ..images import HASH_LABEL, content_hash
+        from ..registration import environment_of, registered_name
 
         env = environment_of(ref)
-        if "@sha256:" not in ref:
-            raise ImageMissing(f"mode 'modal' starts sandboxes from pushed images, and {ref} is a local one: push "
-                               f"it (`deepgym images push --registry R {env}`) and judge with the manifest that "
-                               "wrote (image_manifest= or DEEPGYM_IMAGE_MANIFEST)")
-        client, app = self.client()
+        name = registered_name(env)
+        client, _ = self.client()
         with self._lock:
-            known = self._images.get(ref)
+            known = self._images.get(name)
         if known is None:
             with translate_errors(self.sdk, "image"):
-                known = self.sdk.Image.from_registry(ref).build(app)
+                image_id = self.registry().get(name)
+                if image_id is None:
+                    raise ImageMissing(f"Modal has no image {name} for {env}'s current files; register it: "
+                                       f"`deepgym images push --registry R {env}` then `deepgym images register "
+                                       f"modal {env}`")
+                known = self.sdk.Image.from_id(image_id, client=client)
             with self._lock:
-                self._images[ref] = known
-        return Image(id=ref)
+                self._images[name] = known
+        return Image(id=name, labels={HASH_LABEL: content_hash(env)})
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         client, app = self.client()
         with self._lock:
             image = self._images.get(spec.image)
         if image is None:
-            self.image(spec.image)
-            image = self._images[spec.image]
+            raise ImageMissing(f"{spec.image} is not a Modal image this provider resolved; pass what "
+                               "ModalProvider.image returned")
         lifetime = max(1, math.ceil(spec.lifetime_s))
 
         def make() -> ModalRemote:
@@ -161,6 +170,18 @@ class ModalProvider(Provider):
                     tags={**spec.labels, LABEL: self.run_id, OWNER_LABEL: self.owner}))
 
         return create_sandbox(self.limits, make, spec)
+
+    def register_image(self, name: str, ref: str, resources) -> bool:
+        """Build ``Image.from_registry(ref)`` in the ``deepgym`` App and record it as ``name``; False when
+        ``name`` is registered already. ``resources`` are unused: Modal sizes each sandbox itself."""
+        _, app = self.client()
+        with translate_errors(self.sdk, "image"):
+            registry = self.registry()
+            if registry.contains(name):
+                return False
+            image = self.sdk.Image.from_registry(ref).build(app)
+            registry.put(name, image.object_id)
+        return True
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Terminate every sandbox of the ``deepgym`` App that carries all of ``labels``."""

@@ -156,13 +156,6 @@ class Remote:
     not_run: Callable[[], str | None]
     standin: Callable[[Path], contextlib.AbstractContextManager[tuple[Provider, object]]]
     cannot: Mapping[str, str]
-    base_ref: Callable[[Provider], str] = lambda provider: _image_name("base")
-
-
-def _image_name(env: str) -> str:
-    from deepgym.images import image_name
-
-    return image_name(env)
 
 
 def _without(variable: str, service: str) -> Callable[[], str | None]:
@@ -206,13 +199,16 @@ def _modal_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
     from standins import publish
     from standins.modal import ModalStandIn
 
+    from deepgym.registration import register
     from deepgym.sandbox.modal import ModalProvider
 
     standin = ModalStandIn().start()
     try:
         manifest = publish(standin, ENVS, scratch / "pushed.json")
-        with _environment(MODAL_SERVER_URL=standin.url, DEEPGYM_IMAGE_MANIFEST=str(manifest)):
-            yield ModalProvider(token_id=standin.token_id, token_secret=standin.token_secret), standin
+        settings = {"token_id": standin.token_id, "token_secret": standin.token_secret}
+        with _environment(MODAL_SERVER_URL=standin.url):
+            register("modal", ENVS, manifest, provider=ModalProvider(**settings))
+            yield ModalProvider(**settings), standin
     finally:
         standin.stop()
 
@@ -247,12 +243,6 @@ def _environment(**variables: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _modal_base(provider: Provider) -> str:
-    from deepgym.pushed import pinned_refs
-
-    return pinned_refs()["base"]
-
-
 def _real(module: str, cls: str) -> Callable[[], Provider]:
     return lambda: getattr(importlib.import_module(f"deepgym.sandbox.{module}"), cls)()
 
@@ -263,7 +253,7 @@ REMOTES = {
     "e2b": Remote(("e2b",), _real("e2b", "E2BProvider"), _without("E2B_API_KEY", "E2B service"), _e2b_standin,
                   E2B_CANNOT),
     "modal": Remote(("modal",), _real("modal", "ModalProvider"), _without("MODAL_TOKEN_ID", "Modal service"),
-                    _modal_standin, MODAL_CANNOT, base_ref=_modal_base),
+                    _modal_standin, MODAL_CANNOT),
     "apple": Remote((), _real("apple", "AppleProvider"),
                     lambda: None if sys.platform == "darwin" else "Apple's container runs only on macOS",
                     _apple_fake, APPLE_CANNOT),
@@ -273,6 +263,8 @@ REMOTES = {
 def _remote_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
     """A provider of :data:`REMOTES`: ``<mode>`` is the real service, ``<mode>-standin`` (``apple-fake``) its
     test double; the real one is "not run" (a skip saying why) where it cannot run."""
+    from deepgym.images import image_name
+
     mode = name.removesuffix("-standin").removesuffix("-fake")
     how = REMOTES[mode]
     if how.modules:
@@ -286,7 +278,7 @@ def _remote_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Targe
         context = how.standin(scratch.mktemp(mode))
     with context as (provider, outside):
         try:
-            yield Target(name, provider, provider.image(how.base_ref(provider)).id, "python3", True, outside=outside,
+            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=outside,
                          cannot=how.cannot)
         finally:
             provider.close()

@@ -5,6 +5,7 @@ exit-state contract that every provider shares is one test for all of them (test
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -98,25 +99,42 @@ def _modal(scratch: Path) -> Iterator[Case]:
     from standins import publish
     from standins.modal import ModalStandIn
 
-    from deepgym.pushed import read_manifest
+    from deepgym.images import image_name
+    from deepgym.registration import register
     from deepgym.sandbox.modal import ModalProvider
 
     standin = ModalStandIn().start()
     try:
         standin.manifest = publish(standin, ["base", "coin_change"], scratch / "pushed.json")
         settings = {"token_id": standin.token_id, "token_secret": standin.token_secret}
+        with environment(MODAL_SERVER_URL=standin.url):  # Modal's client reads its API address from there
+            register("modal", ["base", "coin_change"], standin.manifest, provider=ModalProvider(**settings))
         # The client retries UNAVAILABLE and INTERNAL with back-off: a fault that lasts outnumbers the retries.
-        yield Case("modal", standin, lambda **options: ModalProvider(**{**settings, **options}),
-                   read_manifest(standin.manifest)["base"].ref, server_errors=(Status.INTERNAL, Status.UNAVAILABLE),
-                   rate_limit=Status.RESOURCE_EXHAUSTED, lasting=11,
-                   env={"MODAL_SERVER_URL": standin.url, "MODAL_TOKEN_ID": standin.token_id,
-                        "MODAL_TOKEN_SECRET": standin.token_secret, "DEEPGYM_IMAGE_MANIFEST": str(standin.manifest)})
+        yield Case("modal", standin, lambda **options: ModalProvider(**{**settings, **options}), image_name("base"),
+                   server_errors=(Status.INTERNAL, Status.UNAVAILABLE), rate_limit=Status.RESOURCE_EXHAUSTED,
+                   lasting=11, env={"MODAL_SERVER_URL": standin.url, "MODAL_TOKEN_ID": standin.token_id,
+                                    "MODAL_TOKEN_SECRET": standin.token_secret})
     finally:
         standin.stop()
 
 
 CASES = {"daytona": _daytona, "e2b": _e2b, "modal": _modal}
 
+
+
+@contextlib.contextmanager
+def environment(**variables: str) -> Iterator[None]:
+    """``variables`` set in os.environ for the block, and restored afterwards."""
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="module", params=REMOTE_MODES)
@@ -126,16 +144,10 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     _needs(request.param)
     cases = CASES[request.param](tmp_path_factory.mktemp(request.param))
     made = next(cases)
-    saved = {key: os.environ.get(key) for key in made.env}
-    os.environ.update(made.env)
     try:
-        yield made
+        with environment(**made.env):
+            yield made
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
         cases.close()
 
 

@@ -2,7 +2,7 @@
 gRPC API, tests/providers/standins/modal.py, whose sandboxes are containers of our images): the rows of the
 exit-state table in docs/providers.md that are Modal's own (the rows every provider shares are
 test_exit_states.py), what each sandbox asks of Modal, Modal's real exception classes at the adapter's
-boundary, and verl's ``reward_kwargs: {mode: modal}``."""
+boundary, registration, and verl's ``reward_kwargs: {mode: modal}``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ import modal  # noqa: E402
 from modal_proto import api_pb2  # noqa: E402
 
 from deepgym.errors import ConfigurationError  # noqa: E402
+from deepgym.images import image_name  # noqa: E402
+from deepgym.pushed import read_manifest  # noqa: E402
+from deepgym.registration import register, registered_name  # noqa: E402
 from deepgym.sandbox import (ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec,  # noqa: E402
                              StartFailure)
 from deepgym.sandbox.modal import LABEL, OWNER_LABEL, ModalProvider, translate_errors  # noqa: E402
@@ -64,17 +67,39 @@ def test_row_bad_token_is_provider_unavailable(case):
 
 
 @pytest.mark.parametrize("case", MODAL, indirect=True)
-def test_row_a_local_image_is_image_missing_naming_push(case, provider):
-    from deepgym.images import image_name
-
-    with pytest.raises(ImageMissing, match="images push --registry R base"):
-        provider.image(image_name("base"))
+def test_row_an_unregistered_environment_is_image_missing_naming_register(case, provider):
+    with pytest.raises(ImageMissing, match="images register modal two_sum"):
+        provider.image(image_name("two_sum"))
 
 
 @pytest.mark.parametrize("case", MODAL, indirect=True)
 def test_row_an_image_modal_cannot_pull_is_image_missing(case, provider):
     with pytest.raises(ImageMissing, match="cannot build"):
-        provider.image("registry.standin.invalid/deepgym-two_sum@sha256:" + "0" * 64)
+        provider.register_image("deepgym-two-sum-0", "registry.standin.invalid/deepgym-two_sum@sha256:" + "0" * 64,
+                                None)
+
+
+@pytest.mark.parametrize("case", MODAL, indirect=True)
+def test_registration_is_idempotent_and_named_by_the_content_hash(case):
+    assert register("modal", ["coin_change"], case.standin.manifest, provider=case.provider()) == \
+        [("coin_change", registered_name("coin_change"), False)]
+    built = [request for name, request in case.standin.requests if name == "ImageGetOrCreate"]
+    pinned = read_manifest(case.standin.manifest)["coin_change"].ref
+    assert [list(request.image.dockerfile_commands) for request in built].count([f"FROM {pinned}"]) == 1, \
+        "built once, from the digest-pinned reference"
+
+
+@pytest.mark.parametrize("case", MODAL, indirect=True)
+def test_the_commands_register_and_clean_up(case, capsys):
+    from deepgym.cli import main
+
+    assert main(["images", "register", "modal", "coin_change", "--manifest", str(case.standin.manifest)]) == 0
+    assert f"coin_change: {registered_name('coin_change')} already registered" in capsys.readouterr().out
+    leaked = ModalProvider()
+    leaked.create(case.spec(leaked))  # a crashed trainer's sandbox, never closed
+    assert main(["cleanup", "--provider", "modal"]) == 0
+    assert "removed 1 deepgym modal sandbox(s)" in capsys.readouterr().out
+    assert case.standin.live_containers() == 0
 
 
 @pytest.mark.parametrize("case", MODAL, indirect=True)

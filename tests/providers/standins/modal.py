@@ -9,7 +9,8 @@ Both services are the SDK wheel's own generated grpclib bases (``modal_proto.api
 ``task_command_router_grpc.TaskCommandRouterBase``): every RPC the adapter does not use answers
 ``UNIMPLEMENTED``, every request is recorded in :attr:`ModalStandIn.requests`. Each sandbox is a real Docker
 container of the image (``Image.from_registry(ref)`` resolves ``ref`` through :attr:`ModalStandIn.registry`,
-digest-pinned references standing for local images): the request's command as its main process (else
+digest-pinned references standing for local images; ``deepgym images register modal`` records the image's
+id in a Modal Dict, which the stand-in keeps too): the request's command as its main process (else
 ``sleep`` for the sandbox's ``timeout_secs``), CPUs and memory from the request, no network when ``network_access_type`` is ``BLOCKED``. An exec runs
 ``docker exec -i`` with stdout and stderr apart, and is killed at its ``timeout_secs`` (the client then reads
 its own deadline as ``wait() == -1``). Modal's in-sandbox file tool (``/__modal/.bin/modal-sandbox-fs-tools``,
@@ -62,6 +63,7 @@ class ModalStandIn(ContainerBacked):
         self.faults = Faults()
         self.registry: dict[str, str] = {}
         self.images: dict[str, str] = {}  # image id -> local image
+        self.dicts: dict[str, dict[bytes, bytes]] = {}  # Modal Dicts by name
         self.sandboxes: dict[str, dict] = {}
         self.execs: dict[str, dict] = {}
         self.requests: list[tuple[str, object]] = []
@@ -191,6 +193,43 @@ class ModalStandIn(ContainerBacked):
         self.images[image_id] = self.registry[ref]
         await stream.send_message(api_pb2.ImageGetOrCreateResponse(
             image_id=image_id, result=api_pb2.GenericResult(status=api_pb2.GenericResult.GENERIC_STATUS_SUCCESS)))
+
+    async def rpc_ImageFromId(self, stream):
+        request = await self._request("ImageFromId", stream)
+        if request.image_id not in self.images:
+            raise GRPCError(Status.NOT_FOUND, f"Image {request.image_id} not found")
+        await stream.send_message(api_pb2.ImageFromIdResponse(image_id=request.image_id))
+
+    # A Modal Dict keeps the client's serialized keys and values as they come: the stand-in never reads them.
+    async def rpc_DictGetOrCreate(self, stream):
+        request = await self._request("DictGetOrCreate", stream)
+        self.dicts.setdefault(request.deployment_name, {})
+        await stream.send_message(api_pb2.DictGetOrCreateResponse(dict_id=f"di-{request.deployment_name}"))
+
+    def _dict(self, dict_id: str) -> dict:
+        found = self.dicts.get(dict_id.removeprefix("di-"))
+        if found is None:
+            raise GRPCError(Status.NOT_FOUND, f"Dict {dict_id} not found")
+        return found
+
+    async def rpc_DictGet(self, stream):
+        request = await self._request("DictGet", stream)
+        value = self._dict(request.dict_id).get(request.key)
+        await stream.send_message(api_pb2.DictGetResponse(found=value is not None, value=value or b""))
+
+    async def rpc_DictContains(self, stream):
+        request = await self._request("DictContains", stream)
+        await stream.send_message(api_pb2.DictContainsResponse(found=request.key in self._dict(request.dict_id)))
+
+    async def rpc_DictUpdate(self, stream):
+        request = await self._request("DictUpdate", stream)
+        entries = self._dict(request.dict_id)
+        created = False
+        for entry in request.updates:
+            if not (request.if_not_exists and entry.key in entries):
+                created = created or entry.key not in entries
+                entries[entry.key] = entry.value
+        await stream.send_message(api_pb2.DictUpdateResponse(created=created))
 
     async def rpc_SandboxCreateV2(self, stream):
         request = await self._request("SandboxCreateV2", stream)
