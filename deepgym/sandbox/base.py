@@ -194,9 +194,11 @@ class Provider(ABC):
     """Makes sandboxes. Thread-safe; one per process and mode is enough."""
 
     name: ClassVar[str]
-    admission_key: str = "host"
-    """Whose slots this provider's sandboxes take (:mod:`deepgym.admission`): ``host`` for sandboxes that use
-    this host's CPUs; a remote provider names its own key, one per account, with its own bound."""
+    admission_key: str | None = "host"
+    """Whose slots the client takes for each sample (:mod:`deepgym.admission`): ``host`` for sandboxes that use
+    this host's CPUs, a key per engine for a remote Docker engine; None for a remote provider, whose
+    sandboxes use none of this host's CPUs and whose account bound its adapter holds itself
+    (:mod:`deepgym.sandbox.quota`)."""
 
     @abstractmethod
     def image(self, ref: str) -> Image:

@@ -10,7 +10,8 @@ helper, as root.
 
 Settings: ``E2B_API_KEY`` (and, for a self-hosted or test API, ``E2B_API_URL`` and ``E2B_SANDBOX_URL``);
 ``max_sandboxes`` (``DEEPGYM_E2B_MAX_SANDBOXES``, default 16) and ``creates_per_s``
-(``DEEPGYM_E2B_CREATES_PER_S``, default 4) per account, in this process.
+(``DEEPGYM_E2B_CREATES_PER_S``, default 4) per account: the first shared by every deepgym process of the host or Ray
+cluster, the second per process (:mod:`deepgym.sandbox.quota`).
 
 Every SDK exception is translated once, in :func:`translate_errors`. The trap: a non-zero exit raises
 ``CommandExitException``, which is an exit status, not an error (its ``stdout`` holds the helper's report).
@@ -111,6 +112,7 @@ class E2BProvider(Provider):
     """Sandboxes from templates on the E2B account the settings name."""
 
     name = "e2b"
+    admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, api_key: str | None = None, api_url: str | None = None,
                  sandbox_url: str | None = None, max_sandboxes: int | None = None,
@@ -121,10 +123,7 @@ class E2BProvider(Provider):
         self.api_key = api_key or os.environ.get("E2B_API_KEY")
         self.connection = {key: value for key, value in (("api_url", api_url), ("sandbox_url", sandbox_url))
                            if value}
-        self.limits = AccountLimits(
-            "e2b", max_sandboxes=max_sandboxes or int(os.environ.get("DEEPGYM_E2B_MAX_SANDBOXES", "16")),
-            creates_per_s=creates_per_s if creates_per_s is not None
-            else float(os.environ.get("DEEPGYM_E2B_CREATES_PER_S", "4")))
+        self.limits = AccountLimits.configured("e2b", self.api_key, max_sandboxes, creates_per_s)
         self.run_id = os.urandom(6).hex()
         self.owner = owner_label(os.getpid())
         self.max_parallel = max_parallel

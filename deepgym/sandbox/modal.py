@@ -13,7 +13,8 @@ sandbox belongs to the Modal App ``deepgym``, which the sweep lists. Commands ru
 
 Settings: ``MODAL_TOKEN_ID`` and ``MODAL_TOKEN_SECRET`` (``MODAL_SERVER_URL`` is Modal's own setting for
 another API address); ``max_sandboxes`` (``DEEPGYM_MODAL_MAX_SANDBOXES``, default 16) and ``creates_per_s``
-(``DEEPGYM_MODAL_CREATES_PER_S``, default 4) per account, in this process.
+(``DEEPGYM_MODAL_CREATES_PER_S``, default 4) per account: the first shared by every deepgym process of the host or Ray
+cluster, the second per process (:mod:`deepgym.sandbox.quota`).
 
 Every client exception is translated once, in :func:`translate_errors`. The trap: ``ContainerProcess.wait()``
 returns -1, raising nothing, when Modal's own exec deadline passes; :class:`ModalRemote` reads that -1 (and
@@ -88,6 +89,7 @@ class ModalProvider(Provider):
     """Sandboxes from pushed images on the Modal account the settings name."""
 
     name = "modal"
+    admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, token_id: str | None = None, token_secret: str | None = None,
                  max_sandboxes: int | None = None, creates_per_s: float | None = None):
@@ -96,10 +98,7 @@ class ModalProvider(Provider):
         self.sdk = sdk()
         self.token_id = token_id or os.environ.get("MODAL_TOKEN_ID")
         self.token_secret = token_secret or os.environ.get("MODAL_TOKEN_SECRET")
-        self.limits = AccountLimits(
-            "modal", max_sandboxes=max_sandboxes or int(os.environ.get("DEEPGYM_MODAL_MAX_SANDBOXES", "16")),
-            creates_per_s=creates_per_s if creates_per_s is not None
-            else float(os.environ.get("DEEPGYM_MODAL_CREATES_PER_S", "4")))
+        self.limits = AccountLimits.configured("modal", self.token_id, max_sandboxes, creates_per_s)
         self.run_id = os.urandom(6).hex()
         self.owner = owner_label(os.getpid())
         self.max_parallel = max_parallel

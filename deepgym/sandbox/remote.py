@@ -194,15 +194,15 @@ def create_sandbox(limits: AccountLimits, make: Callable[[], Remote], spec: Sand
     """A :class:`RemoteSandbox` over the sandbox ``make()`` creates, under the account's ``limits``: a slot is
     taken first and comes back when the sandbox is closed, or at once when any step of the start fails (then
     a sandbox already made is deleted, so a failed start leaks nothing)."""
-    limits.acquire()
+    release = limits.acquire(spec.lifetime_s)
     remote = None
     try:
         remote = make()
-        return RemoteSandbox(remote, spec, on_close=limits.release, network_down=network_down)
+        return RemoteSandbox(remote, spec, on_close=release, network_down=network_down)
     except BaseException:
         if remote is not None:
             remote.delete()
-        limits.release()
+        release()
         raise
 
 
