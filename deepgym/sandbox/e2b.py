@@ -1,8 +1,8 @@
 """The e2b provider: sandboxes on E2B, through its own Python SDK (``pip install 'deepgym[e2b]'``).
 
 An environment's image runs as an E2B template named by the content hash (``deepgym-<env>-<hash>``,
-:mod:`deepgym.registration`), built from the pushed image with E2B's own template tooling (deepgym does not
-build templates yet). Each sandbox maps the spec to E2B's terms: ``allow_internet_access=False`` unless the
+:mod:`deepgym.registration`), which ``deepgym images register e2b ENV`` builds from the pushed, digest-pinned
+image with E2B's own ``Template.build``; its CPUs and memory are the template's. Each sandbox maps the spec to E2B's terms: ``allow_internet_access=False`` unless the
 spec allows a network, ``timeout`` (E2B's own lifetime, after which it kills the sandbox) from ``lifetime_s``,
 and the spec's labels plus ``deepgym`` (the run id) and ``deepgym.owner`` as ``metadata``, which the sweep
 lists by. CPUs and memory are the template's. Commands run through :mod:`deepgym.sandbox.remote`'s exec
@@ -68,6 +68,8 @@ def translate_errors(e2b: ModuleType, phase: str) -> Iterator[None]:
         if phase == "run":
             raise SandboxLost(f"E2B's own deadline passed before the command reported: {exc}") from None
         raise StartFailure(f"E2B did not start the sandbox in time: {exc}") from None
+    except e2b.BuildException as exc:  # a template build (registration) that failed: its image is the problem
+        raise ImageMissing(f"E2B cannot build the template from the pushed image: {exc}") from None
     except e2b.NotFoundException as exc:
         if phase == "run":
             raise SandboxLost(f"the E2B sandbox is gone: {exc}") from None
@@ -159,6 +161,17 @@ class E2BProvider(Provider):
                                    "environment (docs/providers.md)") from None
 
         return create_sandbox(self.limits, make, spec)
+
+    def register_image(self, name: str, ref: str, resources) -> bool:
+        """Build template ``name`` from the pushed image ``ref`` with E2B's own ``Template.build`` (the image
+        as it is, no steps; its entry point, the runner, is not a start command); False when it exists."""
+        options = self.options()
+        with translate_errors(self.sdk, "start"):
+            if self.sdk.Template.exists(name, **options):
+                return False
+            self.sdk.Template.build(self.sdk.Template().from_image(ref), name, cpu_count=resources.cpus,
+                                    memory_mb=resources.memory_gib * 1024, **options)
+        return True
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Kill every sandbox of deepgym's (metadata ``deepgym``, any run) that carries all of ``labels``."""

@@ -182,14 +182,18 @@ def _daytona_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
 
 @contextlib.contextmanager
 def _e2b_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
-    from standins.e2b import E2BStandIn, template_images
+    from standins import publish
+    from standins.e2b import E2BStandIn
 
+    from deepgym.registration import register
     from deepgym.sandbox.e2b import E2BProvider
 
     standin = E2BStandIn().start()
     try:
-        template_images(standin, ENVS)
-        yield E2BProvider(api_key=standin.api_key, api_url=standin.url, sandbox_url=standin.url), standin
+        manifest = publish(standin, ENVS, scratch / "pushed.json")
+        settings = {"api_key": standin.api_key, "api_url": standin.url, "sandbox_url": standin.url}
+        register("e2b", ENVS, manifest, provider=E2BProvider(**settings))
+        yield E2BProvider(**settings), standin
     finally:
         standin.stop()
 

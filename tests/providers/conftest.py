@@ -77,15 +77,18 @@ def _daytona(scratch: Path) -> Iterator[Case]:
 
 
 def _e2b(scratch: Path) -> Iterator[Case]:
-    from standins.e2b import E2BStandIn, template_images
+    from standins import publish
+    from standins.e2b import E2BStandIn
 
     from deepgym.images import image_name
+    from deepgym.registration import register
     from deepgym.sandbox.e2b import E2BProvider
 
     standin = E2BStandIn().start()
     try:
-        template_images(standin, ["base", "coin_change"])
+        standin.manifest = publish(standin, ["base", "coin_change"], scratch / "pushed.json")
         settings = {"api_key": standin.api_key, "api_url": standin.url, "sandbox_url": standin.url}
+        register("e2b", ["base", "coin_change"], standin.manifest, provider=E2BProvider(**settings))
         # The SDK retries a 429, 502, 503 or 504 three times: a fault that lasts is four of them.
         yield Case("e2b", standin, lambda **options: E2BProvider(**{**settings, **options}), image_name("base"),
                    server_errors=(500, 503), rate_limit=429, lasting=4,

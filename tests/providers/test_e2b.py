@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standins import require  # noqa: E402
+from standins import publish, require  # noqa: E402
 
 require("e2b", "e2b")
 require("uvicorn", "verl")  # the E2B stand-in serves its ASGI app with uvicorn (the verl extra has it)
-from standins.e2b import E2BStandIn, template_images  # noqa: E402
+from standins.e2b import E2BStandIn  # noqa: E402
 
 from deepgym.images import image_name  # noqa: E402
-from deepgym.registration import registered_name  # noqa: E402
+from deepgym.registration import register, registered_name  # noqa: E402
 from deepgym.sandbox import ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec, StartFailure  # noqa: E402,E501
 from deepgym.sandbox.e2b import LABEL, E2BProvider  # noqa: E402
 
@@ -27,9 +27,10 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def standin():
+def standin(tmp_path_factory):
     server = E2BStandIn().start()
-    template_images(server, ["base", "coin_change"])
+    server.manifest = publish(server, ["base", "coin_change"], tmp_path_factory.mktemp("e2b") / "pushed.json")
+    register("e2b", ["base", "coin_change"], server.manifest, provider=E2BProvider(**settings(server)))
     yield server
     server.stop()
 
@@ -114,3 +115,25 @@ def test_standin_responses_validate_against_the_sdks_models(provider, standin):
         models.SandboxDetail.from_dict(standin._listed(standin.sandboxes[box.id]))
 
 
+
+
+def test_registration_builds_the_template_from_the_pushed_image_once(standin):
+    from deepgym.pushed import read_manifest
+
+    assert register("e2b", ["coin_change"], standin.manifest, provider=E2BProvider(**settings(standin))) == \
+        [("coin_change", registered_name("coin_change"), False)]
+    builds = [(path, body) for method, path, body in standin.requests if method == "POST" and "/builds/" in path]
+    pinned = read_manifest(standin.manifest)["coin_change"].ref
+    assert [body["fromImage"] for _, body in builds].count(pinned) == 1, "built once, from the digest-pinned ref"
+    request = next(body for method, path, body in standin.requests
+                   if (method, path) == ("POST", "/v3/templates") and body["name"] == registered_name("coin_change"))
+    assert (request["cpuCount"], request["memoryMB"]) == (1, 1024)
+
+
+def test_a_template_e2b_cannot_build_is_image_missing(standin):
+    from deepgym.registration import resources_for
+
+    provider = E2BProvider(**settings(standin))
+    with pytest.raises(ImageMissing, match="cannot build"):
+        provider.register_image("deepgym-two-sum-0", "registry.standin.invalid/deepgym-two_sum@sha256:" + "0" * 64,
+                                resources_for("base"))
