@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support import verl_reward
 
 from deepgym import DeepGym, NoVerdictError
 from deepgym.images import build, image_name
@@ -82,27 +83,12 @@ def test_docker_host_is_read_as_docker_host_is(docker_host, expected, monkeypatc
     assert engine_options(None) == {"base_url": "unix:///elsewhere.sock"}
 
 
-def _verl_compute_score(**reward_kwargs):
-    """verl's own loader of a custom reward function, with deepgym's compute_score and ``reward_kwargs``."""
-    pytest.importorskip("verl")
-    from omegaconf import OmegaConf
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-
-    from deepgym.integrations.verl import verl_rows
-
-    fn = get_custom_reward_fn(OmegaConf.create({"reward": {"custom_reward_function": {
-        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": reward_kwargs}}}))
-    row = verl_rows([ENV])[0]
-    return lambda response: fn(data_source=row["data_source"], solution_str=response,
-                               ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))
-
-
 @pytest.mark.docker
 @pytest.mark.verl
 def test_verls_reward_kwargs_docker_host_reaches_the_remote_engine(second_engine, remote_only):
     from deepgym.integrations.verl import reset_clients
 
-    score = _verl_compute_score(mode="docker", docker_host=second_engine.host)
+    score = verl_reward(ENV, mode="docker", docker_host=second_engine.host)
     try:
         assert (score(answer("reference"))["score"], score(answer("wrong_greedy"))["score"]) == (1.0, 0.0)
     finally:
@@ -113,7 +99,7 @@ def test_verls_reward_kwargs_docker_host_reaches_the_remote_engine(second_engine
 def test_verls_reward_kwargs_docker_host_that_does_not_answer_is_no_verdict():
     from deepgym.integrations.verl import VerlNoVerdictError, reset_clients
 
-    score = _verl_compute_score(mode="docker", docker_host="tcp://127.0.0.1:1")
+    score = verl_reward(ENV, mode="docker", docker_host="tcp://127.0.0.1:1")
     try:
         with pytest.raises(VerlNoVerdictError) as caught:
             score(answer("reference"))

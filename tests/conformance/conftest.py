@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support import IN_CI, ROOT
+from support import IN_CI, ROOT, environment
 
 from deepgym.sandbox import Provider, SandboxSpec
 
@@ -210,7 +210,7 @@ def _modal_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
     try:
         manifest = publish(standin, ENVS, scratch / "pushed.json")
         settings = {"token_id": standin.token_id, "token_secret": standin.token_secret}
-        with _environment(MODAL_SERVER_URL=standin.url):
+        with environment(MODAL_SERVER_URL=standin.url):
             register("modal", ENVS, manifest, provider=ModalProvider(**settings))
             yield ModalProvider(**settings), standin
     finally:
@@ -227,24 +227,10 @@ def _apple_fake(scratch: Path) -> Iterator[tuple[Provider, object]]:
     build([env for env in ENVS if env != "base"])
     fake = AppleFake(scratch / "calls.jsonl")
     try:
-        with _environment(FAKE_CONTAINER_LOG=str(fake.log)):
+        with environment(FAKE_CONTAINER_LOG=str(fake.log)):
             yield AppleProvider(cli=fake.cli), fake
     finally:
         fake.stop()
-
-
-@contextlib.contextmanager
-def _environment(**variables: str) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _real(module: str, cls: str) -> Callable[[], Provider]:

@@ -5,9 +5,7 @@ exit-state contract that every provider shares is one test for all of them (test
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support import IN_CI  # noqa: E402
+from support import IN_CI, environment  # noqa: E402
 
 from deepgym.sandbox import Provider, SandboxSpec  # noqa: E402
 
@@ -123,21 +121,6 @@ def _modal(scratch: Path) -> Iterator[Case]:
 
 CASES = {"daytona": _daytona, "e2b": _e2b, "modal": _modal}
 
-
-
-@contextlib.contextmanager
-def environment(**variables: str) -> Iterator[None]:
-    """``variables`` set in os.environ for the block, and restored afterwards."""
-    saved = {key: os.environ.get(key) for key in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture(scope="module", params=REMOTE_MODES)

@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from standins import publish, require  # noqa: E402
+from support import verl_reward  # noqa: E402
 
 require("daytona", "daytona")
 from standins.daytona import DaytonaStandIn  # noqa: E402
@@ -228,23 +229,10 @@ def test_standin_responses_validate_against_the_sdks_models(provider, standin):
 # ------------------------------------------------------------------ the spec's snippet: verl's reward_kwargs {mode: daytona}
 @pytest.mark.verl
 def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
-    pytest.importorskip("verl")
-    from omegaconf import OmegaConf
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-
-    from deepgym.integrations.verl import verl_rows
-
     monkeypatch.setenv("DAYTONA_API_KEY", standin.api_key)
     monkeypatch.setenv("DAYTONA_API_URL", standin.api_url)
     monkeypatch.setenv("DAYTONA_TARGET", "us")
-    config = OmegaConf.create({"reward": {"custom_reward_function": {
-        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": {"mode": "daytona"}}}})
-    fn = get_custom_reward_fn(config)
-    row = verl_rows(["coin_change"])[0]
-
-    def score(response: str):
-        return fn(data_source=row["data_source"], solution_str=response,
-                  ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))
+    score = verl_reward("coin_change", mode="daytona")
 
     def creates() -> int:
         return sum(1 for method, path, _ in standin.requests if (method, path) == ("POST", "/api/sandbox"))

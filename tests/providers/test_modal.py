@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from standins import require
-from support import fenced, solution
+from support import fenced, solution, verl_reward
 
 require("modal", "modal")
 import modal  # noqa: E402
@@ -155,21 +155,7 @@ def test_without_the_client_the_mode_names_the_extra(monkeypatch):
 @pytest.mark.verl
 @pytest.mark.parametrize("case", MODAL, indirect=True)
 def test_verls_reward_kwargs_mode_modal(case):
-    pytest.importorskip("verl")
-    from omegaconf import OmegaConf
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-
-    from deepgym.integrations.verl import verl_rows
-
-    config = OmegaConf.create({"reward": {"custom_reward_function": {
-        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": {"mode": "modal"}}}})
-    fn = get_custom_reward_fn(config)
-    row = verl_rows(["coin_change"])[0]
-
-    def score(response: str):
-        return fn(data_source=row["data_source"], solution_str=response,
-                  ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))
-
+    score = verl_reward("coin_change", mode="modal")
     before = sum(1 for name, _ in case.standin.requests if name == "SandboxCreateV2")
     right = score(fenced(solution("coin_change", "reference")))
     wrong = score(fenced(solution("coin_change", "wrong_greedy")))
