@@ -6,7 +6,7 @@ sandboxes are Docker containers on this engine, tests/providers/standins).
 
 For each mode: per-sample judging latency (p50, p95; the reference solution, every verdict checked) and
 sandbox create-to-first-exec (create, then one ``true``). What it says: the adapter's own overhead (the SDK's
-HTTP/Connect round trips, the exec helper's upload and report, a root-only folder made per sandbox) on top of
+HTTP, Connect or gRPC round trips, the exec helper's upload and report, a root-only folder made per sandbox) on top of
 the same containers that docker mode uses. What it does not say: anything about the real services' latency,
 cold starts, image pulls or quotas, which dominate there; the stand-ins answer from 127.0.0.1 and start a
 container in well under a second.
@@ -23,7 +23,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import docker
 
 from deepgym import DeepGym
 from deepgym.check import as_response
@@ -33,40 +32,41 @@ from deepgym.sandbox import ExecOptions, SandboxSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "providers"))
-MODES = ("docker-attach", "docker-exec", "daytona-standin", "e2b-standin")
+MODES = ("docker-attach", "docker-exec", "daytona-standin", "e2b-standin", "modal-standin")
 
 
-def start_mode(mode: str, stack: ExitStack, scratch: Path) -> tuple[DeepGym, str]:
-    """A client for ``mode`` and the image id its sandboxes start from (for create-to-first-exec)."""
+def start_mode(mode: str, stack: ExitStack, scratch: Path) -> DeepGym:
+    """A client for ``mode``, its stand-in started and its images registered."""
     if mode.startswith("docker"):
         os.environ["DEEPGYM_DOCKER_EXEC"] = "1" if mode == "docker-exec" else "0"
-        gym = stack.enter_context(DeepGym(mode="docker"))
-        return gym, docker.from_env().images.get(image_name("base")).id
+        return stack.enter_context(DeepGym(mode="docker"))
+    from standins import publish
+
+    from deepgym.registration import register
+
+    name = mode.removesuffix("-standin")
     if mode == "daytona-standin":
-        from standins import publish
         from standins.daytona import DaytonaStandIn
 
-        from deepgym.registration import register, registered_name
-        from deepgym.sandbox.daytona import DaytonaProvider
-
         server = DaytonaStandIn().start()
-        stack.callback(server.stop)
-        manifest = publish(server, ["base", "coin_change"], scratch / "pushed.json")
         settings = {"DAYTONA_API_KEY": server.api_key, "DAYTONA_API_URL": server.api_url, "DAYTONA_TARGET": "us"}
-        os.environ.update(settings)
-        register("daytona", ["base", "coin_change"], manifest, provider=DaytonaProvider())
-        return stack.enter_context(DeepGym(mode="daytona")), registered_name("base")
-    if mode == "e2b-standin":
-        from standins.e2b import E2BStandIn, template_images
-
-        from deepgym.registration import registered_name
+    elif mode == "e2b-standin":
+        from standins.e2b import E2BStandIn
 
         server = E2BStandIn().start()
-        stack.callback(server.stop)
-        template_images(server, ["base", "coin_change"])
-        os.environ.update({"E2B_API_KEY": server.api_key, "E2B_API_URL": server.url, "E2B_SANDBOX_URL": server.url})
-        return stack.enter_context(DeepGym(mode="e2b")), registered_name("base")
-    raise SystemExit(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
+        settings = {"E2B_API_KEY": server.api_key, "E2B_API_URL": server.url, "E2B_SANDBOX_URL": server.url}
+    elif mode == "modal-standin":
+        from standins.modal import ModalStandIn
+
+        server = ModalStandIn().start()
+        settings = {"MODAL_SERVER_URL": server.url, "MODAL_TOKEN_ID": server.token_id,
+                    "MODAL_TOKEN_SECRET": server.token_secret}
+    else:
+        raise SystemExit(f"unknown mode {mode!r}; modes: {', '.join(MODES)}")
+    stack.callback(server.stop)
+    os.environ.update(settings)
+    register(name, ["base", "coin_change"], publish(server, ["base", "coin_change"], scratch / "pushed.json"))
+    return stack.enter_context(DeepGym(mode=name))
 
 
 def quantiles(values: list[float]) -> str:
@@ -89,7 +89,8 @@ def main() -> None:
 
     for mode in args.modes:
         with ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
-            gym, base = start_mode(mode, stack, Path(scratch))
+            gym = start_mode(mode, stack, Path(scratch))
+            base = gym.provider.image(image_name("base")).id
             gym.run(env, right)  # warm: images resolved, connections open
             judged = []
             for _ in range(args.n):

@@ -291,8 +291,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, metavar="FILE",
                    help=f"the pushed-images manifest to write, merged with what it lists (default: {DEFAULT_MANIFEST})")
     p.set_defaults(func=cmd_images_push)
-    p = images.add_parser("register", help="make a provider's snapshot of each pushed image, named by its content "
-                                           "hash (idempotent)")
+    p = images.add_parser("register", help="make a provider's snapshot, template or image of each pushed image, "
+                                           "named by its content hash (idempotent)")
     p.add_argument("provider", choices=REGISTERING_PROVIDERS)
     p.add_argument("environments", nargs="+", metavar="ENV")
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, help="the manifest `deepgym images push` wrote "
@@ -300,7 +300,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_images_register)
 
     p = sub.add_parser("cleanup", help="remove every sandbox deepgym created, on this engine or provider account")
-    p.add_argument("--provider", default="docker", choices=["docker", "daytona", "e2b", "apple"],
+    p.add_argument("--provider", default="docker", choices=["docker", "daytona", "e2b", "modal", "apple"],
                    help="sweep this provider by deepgym's labels (default: docker)")
     p.set_defaults(func=cmd_cleanup)
 

@@ -85,7 +85,8 @@ class DeepGym:
             latency grows without more throughput, see benchmarks/throughput.py).
         max_sandboxes: how many sandboxes may run at once on this host, counted across every deepgym process
             and thread (:mod:`deepgym.admission`; default ``DEEPGYM_MAX_SANDBOXES``, else the CPU count). A
-            sample waits for a free slot before its clocks start, so waiting never costs it its verdict.
+            sample waits for a free slot before its clocks start, so waiting never costs it its verdict. A
+            remote provider's account has its own bound, host-wide (``DEEPGYM_<MODE>_MAX_SANDBOXES``).
         allow_local: the explicit opt-in that ``mode="local"`` requires.
         allow_stale_image: judge with an image built from other environment files than this host's (default:
             ``DEEPGYM_ALLOW_STALE_IMAGE=1``, else refused as ``image_stale``); such verdicts say
@@ -112,7 +113,8 @@ class DeepGym:
             options["docker_host"] = docker_host
         pinned = pinned_refs(image_manifest)
         self.provider = make_provider(mode, **options)
-        self.admission = Admission(self.provider.admission_key, max_sandboxes)
+        key = self.provider.admission_key
+        self.admission = Admission(key, max_sandboxes) if key is not None else None
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
         shutdown.install()  # SIGTERM/SIGINT: remove this process's containers first (DEEPGYM_SIGNAL_HANDLERS=0: not)

@@ -18,11 +18,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from . import shutdown
 from .admission import Admission, AdmissionCancelled
@@ -30,6 +28,7 @@ from .environments import ISOLATIONS, Environment
 from .images import HASH_LABEL, content_hash, hash_status
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
+from .sandbox.base import IMAGE_RUNNER
 from .verdict import Observation
 
 log = logging.getLogger("deepgym")
@@ -41,15 +40,8 @@ RUNNER_PIDS = 8
 # take to start on a busy engine.
 START_GRACE_S = 20.0
 STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
-# The image's entry point, spelled out: the one command every image-based provider runs.
-IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
 # Warm mode's containers run the runner as a server (deepgym/runner/serve.py, docs/warm.md).
 WARM_RUNNER = (*IMAGE_RUNNER, "serve")
-# Local mode runs the host's runner, from the same deepgym as this process (``-I`` ignores PYTHONPATH, so the
-# package's own folder is put first explicitly).
-LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
-                "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
-                "runpy.run_module('deepgym.runner', run_name='__main__', alter_sys=True)")
 
 
 class ImageStale(SandboxError):
@@ -72,14 +64,6 @@ def isolation_for(env: Environment, isolation: str | None, provider: Provider) -
         raise ValueError(f"isolation='process' needs the docker provider, and this client judges on "
                          f"{provider.name!r}; use isolation='container' or DeepGym('docker')")
     return chosen
-
-
-def runner_argv(provider: Provider, env: Environment) -> list[str]:
-    """The runner's command line in ``provider``'s sandboxes: the one place that knows each mode's."""
-    if provider.name == "local":
-        return [*LOCAL_RUNNER, str(Path(__file__).resolve().parent.parent), "--unconfined", "--env-dir",
-                str(env.tests_dir)]
-    return list(IMAGE_RUNNER)
 
 
 def sandbox_spec(env: Environment, image_id: str) -> SandboxSpec:
@@ -192,7 +176,7 @@ def _judge(provider: Provider, env: Environment, request: Request, images: Image
         if isolation == "process" and provider.name != "local":
             result = provider.warm_pool().run(spec, WARM_RUNNER, request, timeout_s)
         else:
-            result = provider.run(spec, runner_argv(provider, env),
+            result = provider.run(spec, provider.runner_argv(str(env.tests_dir)),
                                   ExecOptions(stdin=request.to_json().encode() + b"\n", timeout_s=timeout_s))
     except SandboxError as exc:
         if isinstance(exc, ImageMissing):

@@ -18,7 +18,7 @@ from .errors import ConfigurationError
 from .images import BASE, content_hash
 from .pushed import DEFAULT_MANIFEST, read_manifest
 
-REGISTERING_PROVIDERS = ("daytona",)
+REGISTERING_PROVIDERS = ("daytona", "e2b", "modal")
 _IMAGE_NAME = re.compile(r"(?:.*/)?deepgym-(?P<env>[A-Za-z0-9_.-]+?)(?::[^/@:]+)?(?:@sha256:[0-9a-f]{64})?")
 
 

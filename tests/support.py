@@ -3,9 +3,11 @@ test folder with its own conftest (tests/verl) would make ``from conftest import
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,3 +72,37 @@ def solution(env: str, name: str) -> str:
     matches = sorted((ROOT / "environments" / env / "solutions").glob(f"{name}.*"))
     assert matches, f"no solution {name} in {env}"
     return matches[0].read_text()
+
+
+@contextlib.contextmanager
+def environment(**variables: str) -> Iterator[None]:
+    """``variables`` set in os.environ for the block, and restored afterwards (for fixtures wider than a test,
+    where monkeypatch cannot reach)."""
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def verl_reward(env: str, **reward_kwargs) -> Callable[[str], dict]:
+    """deepgym's compute_score as verl's own loader makes it from ``reward_kwargs``, scoring a response to the
+    first row of ``env``."""
+    import pytest
+
+    pytest.importorskip("verl")
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from deepgym.integrations.verl import verl_rows
+
+    fn = get_custom_reward_fn(OmegaConf.create({"reward": {"custom_reward_function": {
+        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": reward_kwargs}}}))
+    row = verl_rows([env])[0]
+    return lambda response: fn(data_source=row["data_source"], solution_str=response,
+                               ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support import verl_reward
 
 from deepgym import DeepGym, NoVerdictError
 from deepgym.images import build, image_name
@@ -80,3 +81,28 @@ def test_docker_host_is_read_as_docker_host_is(docker_host, expected, monkeypatc
         monkeypatch.delenv(variable, raising=False)
     assert engine_options(docker_host) == expected
     assert engine_options(None) == {"base_url": "unix:///elsewhere.sock"}
+
+
+@pytest.mark.docker
+@pytest.mark.verl
+def test_verls_reward_kwargs_docker_host_reaches_the_remote_engine(second_engine, remote_only):
+    from deepgym.integrations.verl import reset_clients
+
+    score = verl_reward(ENV, mode="docker", docker_host=second_engine.host)
+    try:
+        assert (score(answer("reference"))["score"], score(answer("wrong_greedy"))["score"]) == (1.0, 0.0)
+    finally:
+        reset_clients()
+
+
+@pytest.mark.verl
+def test_verls_reward_kwargs_docker_host_that_does_not_answer_is_no_verdict():
+    from deepgym.integrations.verl import VerlNoVerdictError, reset_clients
+
+    score = verl_reward(ENV, mode="docker", docker_host="tcp://127.0.0.1:1")
+    try:
+        with pytest.raises(VerlNoVerdictError) as caught:
+            score(answer("reference"))
+        assert caught.value.error_type == "daemon_unavailable"
+    finally:
+        reset_clients()

@@ -49,14 +49,12 @@ if TYPE_CHECKING:
     from ..client import DeepGym
     from ..environments import Environment
 
-__all__ = ["PLANNED_MODES", "REWARD_KEYS", "VerlNoVerdictError", "acompute_score", "agent_loop_config_path",
+__all__ = ["REWARD_KEYS", "VerlNoVerdictError", "acompute_score", "agent_loop_config_path",
            "check_mode", "compute_score", "get_client", "get_environment", "kept_out", "make_verl_compute_score",
            "make_verl_reward_fn", "reset_clients", "reward_info", "verl_rows"]
 
 log = logging.getLogger("deepgym.verl")
 
-# Sandbox providers that deepgym will run on but does not yet: asking for one is a clear error, not a fallback.
-PLANNED_MODES = ("modal",)
 REWARD_KEYS = ("score", "passed", "error", "error_type")
 AGENT_LOOP_NAME = "deepgym_single_turn"
 # The multi-turn loop for session environments (deepgym.integrations.verl_tool) and its tool's default name.
@@ -115,7 +113,7 @@ class VerlNoVerdictError(NoVerdictError):
 
 _lock = threading.Lock()
 _owner_pid = os.getpid()
-_clients: dict[tuple[str, bool | None], DeepGym] = {}
+_clients: dict[tuple[str, bool | str | None], DeepGym] = {}
 _environments: dict[str, Environment] = {}
 
 
@@ -123,12 +121,7 @@ def check_mode(mode: str) -> str:
     """``mode`` if deepgym can run it; else a ValueError naming the modes that exist."""
     if mode in MODES:
         return mode
-    available = ", ".join(MODES)
-    if mode in PLANNED_MODES:
-        raise ValueError(f"mode {mode!r} is not implemented in this version of deepgym yet "
-                         f"({', '.join(PLANNED_MODES)} are planned). Available modes: {available}.")
-    raise ValueError(f"unknown mode {mode!r}. Available modes: {available} "
-                     f"(planned, not implemented yet: {', '.join(PLANNED_MODES)}).")
+    raise ValueError(f"unknown mode {mode!r}. Available modes: {', '.join(MODES)}.")
 
 
 def _fresh_after_fork() -> None:
@@ -139,17 +132,18 @@ def _fresh_after_fork() -> None:
         _owner_pid = os.getpid()
 
 
-def get_client(mode: str = "auto", *, allow_local: bool | None = None) -> DeepGym:
-    """This process's client for ``mode``, created on first use and shared by every thread."""
+def get_client(mode: str = "auto", *, allow_local: bool | None = None, docker_host: str | None = None) -> DeepGym:
+    """This process's client for ``mode`` (and, for docker, the engine ``docker_host`` names), created on first
+    use and shared by every thread."""
     check_mode(mode)
-    key = (mode, allow_local if mode == "local" else None)
+    key = (mode, allow_local if mode == "local" else docker_host)
     with _lock:
         _fresh_after_fork()
         client = _clients.get(key)
         if client is None:
             from ..client import DeepGym
 
-            client = _clients[key] = DeepGym(mode=mode, allow_local=allow_local)
+            client = _clients[key] = DeepGym(mode=mode, allow_local=allow_local, docker_host=docker_host)
         return client
 
 
@@ -284,7 +278,7 @@ def _target(data_source: Any, ground_truth: Any, extra_info: Any, kwargs: Mappin
 
 def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
                   mode: str = "auto", allow_local: bool | None = None, reasoning: str = "auto",
-                  **kwargs: Any) -> dict[str, Any]:
+                  docker_host: str | None = None, **kwargs: Any) -> dict[str, Any]:
     """verl's reward function: judge ``solution_str`` in the row's environment, or against the row's own tests.
 
     A row whose ``data_source`` names a row format (``codecontests``, ``apps``, ``codeforces``, ``taco``,
@@ -293,7 +287,8 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     an environment: ``extra_info['environment']`` (else ``data_source``), variant ``extra_info['variant']``
     (else 0), and ``ground_truth`` is ignored (the hidden tests live in the environment's image). The
     submission is extracted by :mod:`deepgym.extract`'s rules (the last fenced block of the answer after the
-    reasoning). ``mode`` (and, for ``local``, ``allow_local``) and ``reasoning`` (``auto``, or ``open`` when
+    reasoning). ``mode`` (and, for ``local``, ``allow_local``; for ``docker`` or ``auto``, ``docker_host``: the
+    engine as DOCKER_HOST spells it, ``tcp://`` or ``ssh://``) and ``reasoning`` (``auto``, or ``open`` when
     the chat template puts ``<think>`` in the prompt, as DeepSeek-R1's and Qwen3's do) come from
     ``reward_kwargs``, and so does ``isolation`` (``process`` for warm containers, docs/warm.md; default the
     environment's); other keyword arguments verl passes (``reward_router_address``...) are ignored.
@@ -304,19 +299,19 @@ def compute_score(data_source: Any, solution_str: str, ground_truth: Any = None,
     ValueError for an unknown mode or reasoning.
     """
     target, variant = _target(data_source, ground_truth, extra_info, kwargs)
-    return _judge(target, solution_str, variant, get_client(mode, allow_local=allow_local), reasoning,
-                  kwargs.get("isolation"))
+    client = get_client(mode, allow_local=allow_local, docker_host=docker_host)
+    return _judge(target, solution_str, variant, client, reasoning, kwargs.get("isolation"))
 
 
 async def acompute_score(data_source: Any, solution_str: str, ground_truth: Any = None, extra_info: Any = None,
                          mode: str = "auto", allow_local: bool | None = None, reasoning: str = "auto",
-                         **kwargs: Any) -> dict[str, Any]:
+                         docker_host: str | None = None, **kwargs: Any) -> dict[str, Any]:
     """:func:`compute_score` as a coroutine, with the same arguments and results. verl awaits an async reward
     function on its reward worker's event loop instead of calling it in a thread
     (``reward.custom_reward_function.name: acompute_score``), so a sample waiting for its admission slot holds
     no thread of verl's (:mod:`deepgym.aio`); deepgym's agent loops use it too."""
     target, variant = _target(data_source, ground_truth, extra_info, kwargs)
-    client = get_client(mode, allow_local=allow_local)
+    client = get_client(mode, allow_local=allow_local, docker_host=docker_host)
     task = target if isinstance(target, RowTask) else get_environment(target)
     return _reward(await client.ajudge(task, str(solution_str), variant=variant, reasoning=reasoning,
                                            isolation=kwargs.get("isolation")))
@@ -340,7 +335,8 @@ def make_verl_compute_score(env: str | Environment, *, mode: str = "auto", dg: D
         chosen = variant
         if chosen is None:
             chosen = _environment_and_variant(environment.id, extra_info)[1]
-        client = dg or get_client(kwargs.get("mode", mode), allow_local=kwargs.get("allow_local"))
+        client = dg or get_client(kwargs.get("mode", mode), allow_local=kwargs.get("allow_local"),
+                                  docker_host=kwargs.get("docker_host"))
         return _judge(environment, solution_str, chosen, client, kwargs.get("reasoning", reasoning),
                       kwargs.get("isolation"))
 

@@ -1,5 +1,5 @@
 """Sandboxes: where untrusted code runs. The interface is in :mod:`deepgym.sandbox.base`; the providers
-(``docker``, ``local``, the remote ``daytona`` and ``e2b``, Apple's ``container`` CLI as ``apple``) are imported lazily by :func:`make_provider`, so that
+(``docker``, ``local``, the remote ``daytona``, ``e2b`` and ``modal``, Apple's ``container`` CLI as ``apple``) are imported lazily by :func:`make_provider`, so that
 ``import deepgym`` never loads docker-py or a provider's SDK."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 
-MODES = ("auto", "docker", "local", "daytona", "e2b", "apple")
+MODES = ("auto", "docker", "local", "daytona", "e2b", "modal", "apple")
 
 
 def make_provider(mode: str, **options: Any) -> Provider:
@@ -17,8 +17,8 @@ def make_provider(mode: str, **options: Any) -> Provider:
     whose credentials are set, else docker anyway, so that every sample says why it cannot run
     (``daemon_unavailable``); it never picks ``local`` (see :mod:`deepgym.sandbox.auto`). ``options`` go to the
     provider's constructor (``max_parallel``; docker: ``attach``, ``docker_host``, which also makes ``auto``
-    docker; local: ``allow_local``; daytona and e2b: see :class:`~deepgym.sandbox.daytona.DaytonaProvider`,
-    :class:`~deepgym.sandbox.e2b.E2BProvider`)."""
+    docker; local: ``allow_local``; daytona, e2b and modal: see :class:`~deepgym.sandbox.daytona.DaytonaProvider`,
+    :class:`~deepgym.sandbox.e2b.E2BProvider`, :class:`~deepgym.sandbox.modal.ModalProvider`)."""
     if mode == "auto":
         from .auto import choose_mode
 
@@ -39,6 +39,10 @@ def make_provider(mode: str, **options: Any) -> Provider:
         from .e2b import E2BProvider
 
         return E2BProvider(**options)
+    if mode == "modal":
+        from .modal import ModalProvider
+
+        return ModalProvider(**options)
     if mode == "apple":
         from .apple import AppleProvider
 

@@ -27,7 +27,7 @@ from typing import Any
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
-from .remote import Remote, RemoteSandbox
+from .remote import Remote, RemoteSandbox, create_sandbox
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -87,19 +87,14 @@ class AppleProvider(Provider):
         for key, value in {**spec.labels, LABEL: self.run_id, OWNER_LABEL: self.owner}.items():
             args += ["-l", f"{key}={value}"]
         args += [spec.image, f"{spec.lifetime_s:g}"]
-        self.limits.acquire()
-        made = False
-        try:
+
+        def make() -> AppleRemote:
             result = self.call(args, phase="start")
             if result.returncode != 0:
                 raise StartFailure(f"`{self.cli} run` refused: {_said(result)}")
-            made = True
-            return RemoteSandbox(AppleRemote(self, name), spec, on_close=self.limits.release, network_down=True)
-        except BaseException:
-            if made:
-                AppleRemote(self, name).delete()
-            self.limits.release()
-            raise
+            return AppleRemote(self, name)
+
+        return create_sandbox(self.limits, make, spec, network_down=True)
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Delete every container of deepgym's (label ``deepgym``) carrying all of ``labels``."""

@@ -13,7 +13,7 @@ import os
 from ..errors import ConfigurationError
 
 # Each remote mode and the environment variable that says its account is configured.
-CREDENTIALS = {"daytona": "DAYTONA_API_KEY", "e2b": "E2B_API_KEY"}
+CREDENTIALS = {"daytona": "DAYTONA_API_KEY", "e2b": "E2B_API_KEY", "modal": "MODAL_TOKEN_ID"}
 
 
 def engine_answers() -> bool:

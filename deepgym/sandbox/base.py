@@ -46,6 +46,8 @@ from typing import ClassVar
 
 from ..errors import DeepGymError
 
+# The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
+IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 
@@ -192,9 +194,11 @@ class Provider(ABC):
     """Makes sandboxes. Thread-safe; one per process and mode is enough."""
 
     name: ClassVar[str]
-    admission_key: str = "host"
-    """Whose slots this provider's sandboxes take (:mod:`deepgym.admission`): ``host`` for sandboxes that use
-    this host's CPUs; a remote provider names its own key, one per account, with its own bound."""
+    admission_key: str | None = "host"
+    """Whose slots the client takes for each sample (:mod:`deepgym.admission`): ``host`` for sandboxes that use
+    this host's CPUs, a key per engine for a remote Docker engine; None for a remote provider, whose
+    sandboxes use none of this host's CPUs and whose account bound its adapter holds itself
+    (:mod:`deepgym.sandbox.quota`)."""
 
     @abstractmethod
     def image(self, ref: str) -> Image:
@@ -211,6 +215,11 @@ class Provider(ABC):
         both ways must pass the same conformance and hostile suites."""
         with self.create(spec) as box:
             return box.exec(argv, options)
+
+    def runner_argv(self, tests_dir: str) -> list[str]:
+        """The runner's command line in this provider's sandboxes, for an environment whose hidden tests are in
+        ``tests_dir`` on this host: the image's own runner, which has the tests baked in."""
+        return list(IMAGE_RUNNER)
 
     @abstractmethod
     def sweep(self, labels: Mapping[str, str]) -> int:

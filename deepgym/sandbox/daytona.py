@@ -12,8 +12,8 @@ merges them) and keeps the output of a command past its deadline (Daytona's 408 
 
 Settings (constructor arguments, else the environment): ``DAYTONA_API_KEY``, ``DAYTONA_API_URL``,
 ``DAYTONA_TARGET``; ``max_sandboxes`` alive at once (``DEEPGYM_DAYTONA_MAX_SANDBOXES``, default 16) and
-``creates_per_s`` (``DEEPGYM_DAYTONA_CREATES_PER_S``, default 4), the account's limits as this process keeps
-them (:mod:`deepgym.sandbox.quota`).
+``creates_per_s`` (``DEEPGYM_DAYTONA_CREATES_PER_S``, default 4): the account's limits, the first shared by every
+deepgym process of the host or Ray cluster, the second per process (:mod:`deepgym.sandbox.quota`).
 
 Every SDK exception is translated once, in :func:`translate_errors`; the table is in docs/providers.md.
 """
@@ -34,7 +34,7 @@ from ..errors import ConfigurationError
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
-from .remote import Remote, RemoteSandbox
+from .remote import Remote, RemoteSandbox, create_sandbox
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -116,6 +116,7 @@ class DaytonaProvider(Provider):
     """Sandboxes from registered snapshots on the Daytona account the settings name."""
 
     name = "daytona"
+    admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, api_key: str | None = None, api_url: str | None = None,
                  target: str | None = None, max_sandboxes: int | None = None, creates_per_s: float | None = None,
@@ -127,11 +128,8 @@ class DaytonaProvider(Provider):
         self.api_url = api_url or os.environ.get("DAYTONA_API_URL")
         self.target = target or os.environ.get("DAYTONA_TARGET")
         self.create_timeout_s = create_timeout_s
-        self.limits = AccountLimits(
-            "daytona",
-            max_sandboxes=max_sandboxes or int(os.environ.get("DEEPGYM_DAYTONA_MAX_SANDBOXES", "16")),
-            creates_per_s=creates_per_s if creates_per_s is not None
-            else float(os.environ.get("DEEPGYM_DAYTONA_CREATES_PER_S", "4")))
+        self.limits = AccountLimits.configured("daytona", f"{self.api_url or ''} {self.api_key or ''}",
+                                               max_sandboxes, creates_per_s)
         self.run_id = os.urandom(6).hex()
         self.owner = owner_label(os.getpid())
         self.host = socket.gethostname()
@@ -179,21 +177,16 @@ class DaytonaProvider(Provider):
             snapshot=spec.image, labels={**spec.labels, LABEL: self.run_id, OWNER_LABEL: self.owner},
             network_block_all=not spec.network, ephemeral=True, auto_stop_interval=minutes, ttl_minutes=minutes,
             os_user="root")
-        self.limits.acquire()
-        created = None
-        try:
+
+        def make() -> DaytonaRemote:
             with translate_errors(self.sdk, "start"):
                 try:
-                    created = client.create(params, timeout=self.create_timeout_s)
+                    return DaytonaRemote(self, client.create(params, timeout=self.create_timeout_s))
                 except _errors(self.sdk).DaytonaError as exc:
                     self._delete_half_made(client, getattr(exc, "sandbox_id", None))
                     raise
-            return RemoteSandbox(DaytonaRemote(self, created), spec, on_close=self.limits.release)
-        except BaseException:
-            if created is not None:
-                DaytonaRemote(self, created).delete()
-            self.limits.release()
-            raise
+
+        return create_sandbox(self.limits, make, spec)
 
     def _delete_half_made(self, client: Any, sandbox_id: str | None) -> None:
         """A create that timed out may have made the sandbox already; the SDK's error names it."""

@@ -102,6 +102,26 @@ FILE_HELPER = ("python3", "-I", "-S", "-c",
                "        sys.stdout.buffer.write(b'%d %d %d\\n' % (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid) + data)\n"
                "except FileNotFoundError:\n"
                "    sys.exit(2)\n")
+
+
+def read_file_reply(path: str, result: ExecResult) -> File:
+    """The file that FILE_HELPER's ``get`` of ``path`` printed, or the OSError its exit status means."""
+    if result.exit_code != 0:
+        raise _file_error(path, result)
+    header, _, data = result.stdout.partition(b"\n")
+    mode, uid, gid = (int(field) for field in header.split())
+    return File(data=data, mode=mode, uid=uid, gid=gid)
+
+
+def _file_error(path: str, result: ExecResult) -> OSError:
+    """What FILE_HELPER's exit status (2: no such file, 3: not a regular file) means for ``path``."""
+    if result.exit_code == 2:
+        return FileNotFoundError(path)
+    if result.exit_code == 3:
+        return FileNotFoundError(f"{path} is not a regular file")
+    return PermissionError(f"cannot access {path} in the sandbox: {result.stderr_tail.strip()[-500:]}")
+
+
 # kill(-1) from a shell of the target uid: every process of that uid but the shell itself, atomically.
 KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
 
@@ -484,12 +504,8 @@ class DockerSandbox(Sandbox):
 
     def get(self, path: str) -> File:
         """Read by a process of the file's owner (the sandbox's root holds no CAP_DAC_OVERRIDE)."""
-        result = self.exec([*FILE_HELPER, "get", path], ExecOptions(user="0:0", timeout_s=FILE_TIMEOUT_S))
-        if result.exit_code != 0:
-            raise _file_error(path, result)
-        header, _, data = result.stdout.partition(b"\n")
-        mode, uid, gid = (int(field) for field in header.split())
-        return File(data=data, mode=mode, uid=uid, gid=gid)
+        return read_file_reply(path, self.exec([*FILE_HELPER, "get", path],
+                                               ExecOptions(user="0:0", timeout_s=FILE_TIMEOUT_S)))
 
     def close(self) -> None:
         if not self._closed:
@@ -501,14 +517,6 @@ def _going(api: docker.APIClient, container: str) -> bool:
     """Whether ``container`` is being removed (``docker rm -f`` marks it before it kills anything). Raises
     NotFound once it is gone."""
     return api.inspect_container(container)["State"]["Status"] in ("removing", "dead")
-
-
-def _file_error(path: str, result: ExecResult) -> OSError:
-    if result.exit_code == 2:
-        return FileNotFoundError(path)
-    if result.exit_code == 3:
-        return FileNotFoundError(f"{path} is not a regular file")
-    return PermissionError(f"cannot access {path} in the sandbox: {result.stderr_tail.strip()[-500:]}")
 
 
 def _converse(sock: socket.socket, options: ExecOptions, deadline: float) -> tuple[bytes, bytes, bool, bool]:

@@ -1,8 +1,8 @@
 """The e2b provider: sandboxes on E2B, through its own Python SDK (``pip install 'deepgym[e2b]'``).
 
 An environment's image runs as an E2B template named by the content hash (``deepgym-<env>-<hash>``,
-:mod:`deepgym.registration`), built from the pushed image with E2B's own template tooling (deepgym does not
-build templates yet). Each sandbox maps the spec to E2B's terms: ``allow_internet_access=False`` unless the
+:mod:`deepgym.registration`), which ``deepgym images register e2b ENV`` builds from the pushed, digest-pinned
+image with E2B's own ``Template.build``; its CPUs and memory are the template's. Each sandbox maps the spec to E2B's terms: ``allow_internet_access=False`` unless the
 spec allows a network, ``timeout`` (E2B's own lifetime, after which it kills the sandbox) from ``lifetime_s``,
 and the spec's labels plus ``deepgym`` (the run id) and ``deepgym.owner`` as ``metadata``, which the sweep
 lists by. CPUs and memory are the template's. Commands run through :mod:`deepgym.sandbox.remote`'s exec
@@ -10,7 +10,8 @@ helper, as root.
 
 Settings: ``E2B_API_KEY`` (and, for a self-hosted or test API, ``E2B_API_URL`` and ``E2B_SANDBOX_URL``);
 ``max_sandboxes`` (``DEEPGYM_E2B_MAX_SANDBOXES``, default 16) and ``creates_per_s``
-(``DEEPGYM_E2B_CREATES_PER_S``, default 4) per account, in this process.
+(``DEEPGYM_E2B_CREATES_PER_S``, default 4) per account: the first shared by every deepgym process of the host or Ray
+cluster, the second per process (:mod:`deepgym.sandbox.quota`).
 
 Every SDK exception is translated once, in :func:`translate_errors`. The trap: a non-zero exit raises
 ``CommandExitException``, which is an exit status, not an error (its ``stdout`` holds the helper's report).
@@ -29,7 +30,7 @@ from ..errors import ConfigurationError
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
-from .remote import Remote, RemoteSandbox
+from .remote import Remote, RemoteSandbox, create_sandbox
 
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
@@ -67,6 +68,8 @@ def translate_errors(e2b: ModuleType, phase: str) -> Iterator[None]:
         if phase == "run":
             raise SandboxLost(f"E2B's own deadline passed before the command reported: {exc}") from None
         raise StartFailure(f"E2B did not start the sandbox in time: {exc}") from None
+    except e2b.BuildException as exc:  # a template build (registration) that failed: its image is the problem
+        raise ImageMissing(f"E2B cannot build the template from the pushed image: {exc}") from None
     except e2b.NotFoundException as exc:
         if phase == "run":
             raise SandboxLost(f"the E2B sandbox is gone: {exc}") from None
@@ -111,6 +114,7 @@ class E2BProvider(Provider):
     """Sandboxes from templates on the E2B account the settings name."""
 
     name = "e2b"
+    admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, api_key: str | None = None, api_url: str | None = None,
                  sandbox_url: str | None = None, max_sandboxes: int | None = None,
@@ -121,10 +125,7 @@ class E2BProvider(Provider):
         self.api_key = api_key or os.environ.get("E2B_API_KEY")
         self.connection = {key: value for key, value in (("api_url", api_url), ("sandbox_url", sandbox_url))
                            if value}
-        self.limits = AccountLimits(
-            "e2b", max_sandboxes=max_sandboxes or int(os.environ.get("DEEPGYM_E2B_MAX_SANDBOXES", "16")),
-            creates_per_s=creates_per_s if creates_per_s is not None
-            else float(os.environ.get("DEEPGYM_E2B_CREATES_PER_S", "4")))
+        self.limits = AccountLimits.configured("e2b", self.api_key, max_sandboxes, creates_per_s)
         self.run_id = os.urandom(6).hex()
         self.owner = owner_label(os.getpid())
         self.max_parallel = max_parallel
@@ -147,24 +148,30 @@ class E2BProvider(Provider):
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         options = self.options()
-        self.limits.acquire()
-        box = None
-        try:
+
+        def make() -> E2BRemote:
             try:
                 with translate_errors(self.sdk, "start"):
-                    box = self.sdk.Sandbox.create(
+                    return E2BRemote(self, self.sdk.Sandbox.create(
                         template=spec.image, timeout=max(1, int(spec.lifetime_s)),
                         metadata={**spec.labels, LABEL: self.run_id, OWNER_LABEL: self.owner},
-                        allow_internet_access=spec.network, **options)
+                        allow_internet_access=spec.network, **options))
             except ImageMissing:
                 raise ImageMissing(f"E2B has no template {spec.image}; build it from the pushed image of its "
                                    "environment (docs/providers.md)") from None
-            return RemoteSandbox(E2BRemote(self, box), spec, on_close=self.limits.release)
-        except BaseException:
-            if box is not None:
-                E2BRemote(self, box).delete()
-            self.limits.release()
-            raise
+
+        return create_sandbox(self.limits, make, spec)
+
+    def register_image(self, name: str, ref: str, resources) -> bool:
+        """Build template ``name`` from the pushed image ``ref`` with E2B's own ``Template.build`` (the image
+        as it is, no steps; its entry point, the runner, is not a start command); False when it exists."""
+        options = self.options()
+        with translate_errors(self.sdk, "start"):
+            if self.sdk.Template.exists(name, **options):
+                return False
+            self.sdk.Template.build(self.sdk.Template().from_image(ref), name, cpu_count=resources.cpus,
+                                    memory_mb=resources.memory_gib * 1024, **options)
+        return True
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Kill every sandbox of deepgym's (metadata ``deepgym``, any run) that carries all of ``labels``."""

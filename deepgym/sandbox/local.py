@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -36,6 +37,11 @@ OPT_IN_VARIABLE = "DEEPGYM_ALLOW_LOCAL"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 LABELS_FILE = ".deepgym-labels"
 POLL_S = 0.2
+# The host's runner, from the same deepgym as this process (``-I`` ignores PYTHONPATH, so the package's own
+# folder is put first explicitly).
+LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
+                "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+                "runpy.run_module('deepgym.runner', run_name='__main__', alter_sys=True)")
 
 
 class LocalProvider(Provider):
@@ -56,6 +62,10 @@ class LocalProvider(Provider):
     def image(self, ref: str) -> Image:
         """Local commands run the host's own files: every reference resolves to itself."""
         return Image(id=ref)
+
+    def runner_argv(self, tests_dir: str) -> list[str]:
+        """The host's runner, unconfined, reading the environment's hidden tests from ``tests_dir``."""
+        return [*LOCAL_RUNNER, str(Path(__file__).resolve().parents[2]), "--unconfined", "--env-dir", tests_dir]
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         root = Path(tempfile.mkdtemp(prefix="deepgym-local-"))

@@ -27,10 +27,11 @@ import shlex
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Sandbox, SandboxLost, SandboxSpec, StartFailure
-from .docker import FILE_HELPER, FILE_TIMEOUT_S, _file_error
+from .quota import AccountLimits
+from .docker import FILE_HELPER, FILE_TIMEOUT_S, _file_error, read_file_reply
 
 # How much later than the helper's own deadline the provider's exec deadline is: the helper's kill and report.
 PROVIDER_GRACE_S = 30.0
@@ -188,6 +189,23 @@ class Remote(ABC):
         """Remove the sandbox. Never raises."""
 
 
+def create_sandbox(limits: AccountLimits, make: Callable[[], Remote], spec: SandboxSpec, *,
+                   network_down: bool = False) -> RemoteSandbox:
+    """A :class:`RemoteSandbox` over the sandbox ``make()`` creates, under the account's ``limits``: a slot is
+    taken first and comes back when the sandbox is closed, or at once when any step of the start fails (then
+    a sandbox already made is deleted, so a failed start leaks nothing)."""
+    release = limits.acquire(spec.lifetime_s)
+    remote = None
+    try:
+        remote = make()
+        return RemoteSandbox(remote, spec, on_close=release, network_down=network_down)
+    except BaseException:
+        if remote is not None:
+            remote.delete()
+        release()
+        raise
+
+
 def helper_command(python: str, exec_file: str) -> str:
     """The command line of one exec: constant but for the file's name."""
     return " ".join(shlex.quote(part) for part in (python, "-I", "-S", "-c", EXEC_HELPER, exec_file))
@@ -255,13 +273,8 @@ class RemoteSandbox(Sandbox):
             raise _file_error(path, result)
 
     def get(self, path: str) -> File:
-        result = self.exec([self.python, *FILE_HELPER[1:], "get", path],
-                           ExecOptions(user="0:0", timeout_s=FILE_TIMEOUT_S))
-        if result.exit_code != 0:
-            raise _file_error(path, result)
-        header, _, data = result.stdout.partition(b"\n")
-        mode, uid, gid = (int(field) for field in header.split())
-        return File(data=data, mode=mode, uid=uid, gid=gid)
+        return read_file_reply(path, self.exec([self.python, *FILE_HELPER[1:], "get", path],
+                                               ExecOptions(user="0:0", timeout_s=FILE_TIMEOUT_S)))
 
     def close(self) -> None:
         with self._lock:

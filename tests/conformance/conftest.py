@@ -1,5 +1,5 @@
 """The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default
-``docker,local,docker-remote,daytona-standin,e2b-standin,apple-fake``) or ``--provider NAME`` (repeatable)
+``docker,local,docker-remote,daytona-standin,e2b-standin,modal-standin,apple-fake``) or ``--provider NAME`` (repeatable)
 chooses the providers; docker runs both ways: ``docker-attach`` (Provider.run's attached main process) and
 ``docker-exec`` (the generic create-and-exec path); ``docker-remote`` is the docker provider on a second engine
 reached over tcp:// (scripts/second-engine.sh), as a remote host would be.
@@ -7,19 +7,23 @@ reached over tcp:// (scripts/second-engine.sh), as a remote host would be.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from support import IN_CI, ROOT, environment
 
 from deepgym.sandbox import Provider, SandboxSpec
 
-PLANNED = {"modal": "MODAL_TOKEN_ID"}
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "providers"))  # the stand-ins
+
+ENVS = ["base", "coin_change", "prog_max_subarray"]
 # Limits a provider cannot set per sandbox: the check is an expected failure that says why.
 DAYTONA_CANNOT = {
     "memory": "Daytona sizes a sandbox by its snapshot, in whole GiB; a smaller memory limit is not honoured",
@@ -29,21 +33,27 @@ APPLE_CANNOT = {
     "pids": "Apple's container has no pids limit",
     "interfaces": "Apple's VM keeps its interface; deepgym takes it down from inside instead",
 }
+MODAL_CANNOT = {
+    "pids": "Modal has no pids limit per sandbox",
+}
 E2B_CANNOT = {
     "memory": "E2B sizes a sandbox by its template; a memory limit per sandbox is not honoured",
     "pids": "E2B has no pids limit per sandbox",
 }
 
 
+DEFAULT = "docker,local,docker-remote,daytona-standin,e2b-standin,modal-standin,apple-fake"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--provider", action="append", default=[],
                      help="a provider for tests/conformance (docker, local, docker-remote, daytona-standin, "
-                          "e2b-standin, apple-fake, daytona, e2b, modal, apple); repeatable")
+                          "e2b-standin, modal-standin, apple-fake, daytona, e2b, modal, apple); repeatable")
 
 
 def _chosen(config: pytest.Config) -> list[str]:
     names = config.getoption("--provider") or os.environ.get(
-        "DEEPGYM_CONFORMANCE", "docker,local,docker-remote,daytona-standin,e2b-standin,apple-fake").split(",")
+        "DEEPGYM_CONFORMANCE", DEFAULT).split(",")
     chosen = []
     for name in (n.strip() for n in names if n.strip()):
         chosen += ["docker-attach", "docker-exec"] if name == "docker" else [name]
@@ -93,10 +103,6 @@ class Target:
 @pytest.fixture(scope="module")
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     name: str = request.param
-    if name in PLANNED:
-        variable = PLANNED[name]
-        credentials = f"{variable} is {'set' if os.environ.get(variable) else 'not set'}" if variable else "local only on macOS"
-        pytest.skip(f"not run: the {name} provider is not implemented yet ({credentials})")
     if name == "docker-remote":
         from deepgym.images import build, image_name
         from deepgym.sandbox.docker import DockerProvider
@@ -122,14 +128,8 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         # Commands run as another uid too (deepgym as root), which cannot reach a virtualenv under /root.
         python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
         target = Target(name, provider, "host", python, False)
-    elif name in ("daytona", "daytona-standin"):
-        yield from _daytona_target(name, tmp_path_factory)
-        return
-    elif name in ("apple", "apple-fake"):
-        yield from _apple_target(name, tmp_path_factory)
-        return
-    elif name in ("e2b", "e2b-standin"):
-        yield from _e2b_target(name)
+    elif name.removesuffix("-standin").removesuffix("-fake") in REMOTES:
+        yield from _remote_target(name, tmp_path_factory)
         return
     else:
         pytest.fail(f"unknown provider {name!r}")
@@ -142,98 +142,135 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def _needs_sdk(extra: str, *modules: str) -> None:
     if all(importlib.util.find_spec(module) is None for module in modules):
         missing = f"not run: the {extra} extra is not installed (pip install 'deepgym[{extra}]')"
-        pytest.fail(missing) if _in_ci() else pytest.skip(missing)
+        pytest.fail(missing) if IN_CI else pytest.skip(missing)
 
 
-def _apple_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
-    from deepgym.images import build, image_name
-    from deepgym.sandbox.apple import AppleProvider
+@dataclass(frozen=True)
+class Remote:
+    """How the conformance suite reaches one provider that is not docker or local: the real service (run only
+    where it can be: ``not_run`` says why not, else None) or its stand-in (a context manager yielding the
+    provider and the stand-in, which does things to sandboxes from outside)."""
 
-    if name == "apple":
-        if sys.platform != "darwin":
-            pytest.skip("not run: Apple's container runs only on macOS")
-        provider = AppleProvider()
-        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, cannot=APPLE_CANNOT)
-        provider.close()
-        return
-    sys.path.insert(0, str(ROOT / "tests" / "providers"))
-    from standins.apple import AppleFake
-
-    build(["coin_change", "prog_max_subarray"])
-    fake = AppleFake(scratch.mktemp("apple") / "calls.jsonl")
-    os.environ["FAKE_CONTAINER_LOG"] = str(fake.log)
-    provider = AppleProvider(cli=fake.cli)
-    try:
-        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=fake,
-                     cannot=APPLE_CANNOT)
-    finally:
-        provider.close()
-        fake.stop()
-        os.environ.pop("FAKE_CONTAINER_LOG", None)
+    modules: tuple[str, ...]
+    real: Callable[[], Provider]
+    not_run: Callable[[], str | None]
+    standin: Callable[[Path], contextlib.AbstractContextManager[tuple[Provider, object]]]
+    cannot: Mapping[str, str]
 
 
-def _e2b_target(name: str) -> Iterator[Target]:
-    _needs_sdk("e2b", "e2b")
-    from deepgym.images import image_name
-    from deepgym.sandbox.e2b import E2BProvider
-
-    if name == "e2b":
-        if not os.environ.get("E2B_API_KEY"):
-            pytest.skip("not run: E2B_API_KEY is not set (the real E2B service needs an account)")
-        provider = E2BProvider()
-        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, cannot=E2B_CANNOT)
-        provider.close()
-        return
-    sys.path.insert(0, str(ROOT / "tests" / "providers"))
-    from standins.e2b import E2BStandIn, template_images
-
-    standin = E2BStandIn().start()
-    try:
-        template_images(standin, ["base", "coin_change", "prog_max_subarray"])
-        provider = E2BProvider(api_key=standin.api_key, api_url=standin.url, sandbox_url=standin.url)
-        try:
-            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=standin,
-                         cannot=E2B_CANNOT)
-        finally:
-            provider.close()
-    finally:
-        standin.stop()
+def _without(variable: str, service: str) -> Callable[[], str | None]:
+    return lambda: None if os.environ.get(variable) else f"{variable} is not set (the real {service} needs an account)"
 
 
-def _daytona_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
-    _needs_sdk("daytona", "daytona", "daytona_sdk")
-    from deepgym.images import image_name
-    from deepgym.sandbox.daytona import DaytonaProvider
-
-    if name == "daytona":
-        if not os.environ.get("DAYTONA_API_KEY"):
-            pytest.skip("not run: DAYTONA_API_KEY is not set (the real Daytona service needs an account)")
-        provider = DaytonaProvider()
-        yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, cannot=DAYTONA_CANNOT)
-        provider.close()
-        return
-    sys.path.insert(0, str(ROOT / "tests" / "providers"))
+@contextlib.contextmanager
+def _daytona_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
     from standins import publish
     from standins.daytona import DaytonaStandIn
 
     from deepgym.registration import register
+    from deepgym.sandbox.daytona import DaytonaProvider
 
     standin = DaytonaStandIn().start()
     try:
-        manifest = publish(standin, ["base", "coin_change", "prog_max_subarray"],
-                           scratch.mktemp("daytona") / "pushed.json")
+        manifest = publish(standin, ENVS, scratch / "pushed.json")
         settings = {"api_key": standin.api_key, "api_url": standin.api_url, "target": "us"}
-        register("daytona", ["base", "coin_change", "prog_max_subarray"], manifest,
-                 provider=DaytonaProvider(**settings))
-        provider = DaytonaProvider(**settings)
-        try:
-            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=standin,
-                         cannot=DAYTONA_CANNOT)
-        finally:
-            provider.close()
+        register("daytona", ENVS, manifest, provider=DaytonaProvider(**settings))
+        yield DaytonaProvider(**settings), standin
     finally:
         standin.stop()
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+@contextlib.contextmanager
+def _e2b_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
+    from standins import publish
+    from standins.e2b import E2BStandIn
+
+    from deepgym.registration import register
+    from deepgym.sandbox.e2b import E2BProvider
+
+    standin = E2BStandIn().start()
+    try:
+        manifest = publish(standin, ENVS, scratch / "pushed.json")
+        settings = {"api_key": standin.api_key, "api_url": standin.url, "sandbox_url": standin.url}
+        register("e2b", ENVS, manifest, provider=E2BProvider(**settings))
+        yield E2BProvider(**settings), standin
+    finally:
+        standin.stop()
+
+
+@contextlib.contextmanager
+def _modal_standin(scratch: Path) -> Iterator[tuple[Provider, object]]:
+    from standins import publish
+    from standins.modal import ModalStandIn
+
+    from deepgym.registration import register
+    from deepgym.sandbox.modal import ModalProvider
+
+    standin = ModalStandIn().start()
+    try:
+        manifest = publish(standin, ENVS, scratch / "pushed.json")
+        settings = {"token_id": standin.token_id, "token_secret": standin.token_secret}
+        with environment(MODAL_SERVER_URL=standin.url):
+            register("modal", ENVS, manifest, provider=ModalProvider(**settings))
+            yield ModalProvider(**settings), standin
+    finally:
+        standin.stop()
+
+
+@contextlib.contextmanager
+def _apple_fake(scratch: Path) -> Iterator[tuple[Provider, object]]:
+    from standins.apple import AppleFake
+
+    from deepgym.images import build
+    from deepgym.sandbox.apple import AppleProvider
+
+    build([env for env in ENVS if env != "base"])
+    fake = AppleFake(scratch / "calls.jsonl")
+    try:
+        with environment(FAKE_CONTAINER_LOG=str(fake.log)):
+            yield AppleProvider(cli=fake.cli), fake
+    finally:
+        fake.stop()
+
+
+def _real(module: str, cls: str) -> Callable[[], Provider]:
+    return lambda: getattr(importlib.import_module(f"deepgym.sandbox.{module}"), cls)()
+
+
+REMOTES = {
+    "daytona": Remote(("daytona", "daytona_sdk"), _real("daytona", "DaytonaProvider"),
+                      _without("DAYTONA_API_KEY", "Daytona service"), _daytona_standin, DAYTONA_CANNOT),
+    "e2b": Remote(("e2b",), _real("e2b", "E2BProvider"), _without("E2B_API_KEY", "E2B service"), _e2b_standin,
+                  E2B_CANNOT),
+    "modal": Remote(("modal",), _real("modal", "ModalProvider"), _without("MODAL_TOKEN_ID", "Modal service"),
+                    _modal_standin, MODAL_CANNOT),
+    "apple": Remote((), _real("apple", "AppleProvider"),
+                    lambda: None if sys.platform == "darwin" else "Apple's container runs only on macOS",
+                    _apple_fake, APPLE_CANNOT),
+}
+
+
+def _remote_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
+    """A provider of :data:`REMOTES`: ``<mode>`` is the real service, ``<mode>-standin`` (``apple-fake``) its
+    test double; the real one is "not run" (a skip saying why) where it cannot run."""
+    from deepgym.images import image_name
+
+    mode = name.removesuffix("-standin").removesuffix("-fake")
+    how = REMOTES[mode]
+    if how.modules:
+        _needs_sdk(mode, *how.modules)
+    if name == mode:
+        reason = how.not_run()
+        if reason is not None:
+            pytest.skip(f"not run: {reason}")
+        context: contextlib.AbstractContextManager = contextlib.nullcontext((how.real(), None))
+    else:
+        context = how.standin(scratch.mktemp(mode))
+    with context as (provider, outside):
+        try:
+            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=outside,
+                         cannot=how.cannot)
+        finally:
+            provider.close()
+
+

@@ -1,7 +1,7 @@
 """The daytona provider through the unmodified Daytona SDK against the stand-in (a test double of Daytona's API,
-tests/providers/standins/daytona.py, whose sandboxes are containers of our images). One test per row of the
-exit-state table in docs/providers.md, coin_change right, wrong and looping through ``DeepGym(mode="daytona")``,
-what each sandbox asks of Daytona (limits, network, lifetime, labels), registration, and the sweep."""
+tests/providers/standins/daytona.py, whose sandboxes are containers of our images): the rows of the exit-state
+table in docs/providers.md that are Daytona's own (the rows every provider shares are test_exit_states.py), what
+each sandbox asks of Daytona (limits, network, lifetime, labels), registration, and verl's reward_kwargs."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from standins import hostile_attacks, publish, require  # noqa: E402
+from standins import publish, require  # noqa: E402
+from support import verl_reward  # noqa: E402
 
 require("daytona", "daytona")
 from standins.daytona import DaytonaStandIn  # noqa: E402
 
-from deepgym import DeepGym, NoVerdictError  # noqa: E402
+from deepgym import DeepGym  # noqa: E402
 from deepgym.errors import ConfigurationError  # noqa: E402
 from deepgym.images import image_name  # noqa: E402
 from deepgym.registration import register, registered_name  # noqa: E402
@@ -30,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ENVS = ["base", "coin_change"]
 REFERENCE = (ROOT / "environments" / "coin_change" / "solutions" / "reference.py").read_text()
 WRONG = (ROOT / "environments" / "coin_change" / "solutions" / "wrong_greedy.py").read_text()
-LOOPING = "def coin_change(coins, amount):\n    while True:\n        pass\n"
 
 
 def fenced(code: str) -> str:
@@ -50,9 +50,7 @@ def standin(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def no_faults_left(standin):
     yield
-    standin.faults.statuses.clear()
-    standin.faults.create_delay_s = 0.0
-    standin.faults.kill_during_exec_s = None
+    standin.faults.clear()
 
 
 def settings(server) -> dict:
@@ -90,17 +88,6 @@ def spec(provider, **fields):
 
 
 # ------------------------------------------------------------------ coin_change through the real SDK
-def test_coin_change_right_wrong_and_looping(gym, standin):
-    right = gym.run("coin_change", fenced(REFERENCE))
-    wrong = gym.run("coin_change", fenced(WRONG))
-    looping = gym.run("coin_change", fenced(LOOPING))
-    assert (right.score, right.passed, right.runtime) == (1.0, True, "daytona")
-    assert (wrong.score, wrong.error_type) == (0.0, "wrong_answer")
-    assert (looping.score, looping.error_type) == (0.0, "solution_timeout")
-    assert right.image_id == registered_name("coin_change") and right.image_status == "current"
-    assert standin.live_containers() == 0, "a judged sample left its sandbox behind"
-
-
 def test_a_batch_judges_in_parallel_through_the_sdk(gym):
     batch = gym.run_batch("coin_change", [fenced(REFERENCE), fenced(WRONG)] * 3)
     assert [entry.passed for entry in batch] == [True, False] * 3
@@ -171,19 +158,6 @@ def test_registration_needs_a_pushed_image(standin, tmp_path):
         register("daytona", ["two_sum"], standin.manifest, provider=DaytonaProvider(**settings(standin)))
 
 
-def test_the_sweep_removes_sandboxes_by_label(provider, standin):
-    from deepgym.sandbox import SandboxSpec
-
-    image = provider.image(image_name("base")).id
-    boxes = [provider.create(SandboxSpec(image=image, labels={"deepgym.sweep-test": "yes"})) for _ in range(2)]
-    other = provider.create(SandboxSpec(image=image))
-    try:
-        assert provider.sweep({"deepgym.sweep-test": "yes"}) == 2
-        assert all(standin.gone(box.id) for box in boxes) and not standin.gone(other.id)
-    finally:
-        other.close()
-
-
 def test_at_most_max_sandboxes_are_alive_at_once(standin):
     provider = DaytonaProvider(**settings(standin), max_sandboxes=1)
     provider.limits.wait_s = 1.0
@@ -198,62 +172,11 @@ def test_at_most_max_sandboxes_are_alive_at_once(standin):
 
 
 # ------------------------------------------------------------------ the exit-state table, one test per row
-def test_row_exit_status_is_data(provider):
-    result = provider.run(spec(provider), ["python3", "-c", "import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
-                                           "sys.exit(3)"], ExecOptions(timeout_s=30))
-    assert (result.exit_code, result.stdout, result.stderr_tail, result.timed_out) == (3, b"out\n", "err\n", False)
-
-
-def test_row_our_deadline_keeps_the_output(provider):
-    result = provider.run(spec(provider), ["python3", "-c", "import time\nprint('beat', flush=True)\ntime.sleep(60)"],
-                          ExecOptions(timeout_s=2))
-    assert (result.timed_out, result.exit_code, result.stdout) == (True, None, b"beat\n")
-
-
-def test_row_daytonas_own_exec_deadline_408_is_sandbox_lost(provider, monkeypatch):
-    import deepgym.sandbox.remote as remote
-
-    monkeypatch.setattr(remote, "PROVIDER_GRACE_S", -1.5)  # Daytona's deadline now fires before ours
-    with provider.create(spec(provider)) as box:
-        started = time.monotonic()
-        with pytest.raises(SandboxLost, match="Daytona's own deadline"):
-            box.exec(["python3", "-c", "import time\ntime.sleep(60)"], ExecOptions(timeout_s=3))
-        assert time.monotonic() - started < 10
-
-
-def test_row_sandbox_killed_mid_exec_is_sandbox_lost(provider, standin):
-    standin.faults.kill_during_exec_s = 1.0
-    with provider.create(spec(provider)) as box:
-        with pytest.raises(SandboxLost):
-            box.exec(["python3", "-c", "import time\ntime.sleep(30)"], ExecOptions(timeout_s=20))
-
-
 def test_row_sandbox_deleted_is_sandbox_lost(provider, standin):
     with provider.create(spec(provider)) as box:
         standin.delete_from_outside(box.id)
         with pytest.raises(SandboxLost, match="gone"):
             box.exec(["true"], ExecOptions(timeout_s=10))
-
-
-@pytest.mark.parametrize("status", [500, 502, 503])
-def test_row_5xx_on_create_is_start_failure(provider, standin, status):
-    standin.faults.fail("create", status)
-    with pytest.raises(StartFailure):
-        provider.create(spec(provider))
-
-
-@pytest.mark.parametrize("status", [500, 503])
-def test_row_5xx_on_exec_is_sandbox_lost(provider, standin, status):
-    with provider.create(spec(provider)) as box:
-        standin.faults.fail("exec", status)
-        with pytest.raises(SandboxLost):
-            box.exec(["true"], ExecOptions(timeout_s=10))
-
-
-def test_row_rate_limit_is_provider_unavailable(provider, standin):
-    standin.faults.fail("create", 429)
-    with pytest.raises(ProviderUnavailable, match="rate-limited"):
-        provider.create(spec(provider))
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -272,14 +195,6 @@ def test_row_auth_and_quota_refusals_are_provider_unavailable(standin, status):
             provider.create(SandboxSpec(image=image))
     finally:
         provider.close()
-
-
-def test_row_no_key_is_every_samples_reason(gym, monkeypatch):
-    monkeypatch.delenv("DAYTONA_API_KEY")
-    with DeepGym(mode="daytona") as keyless:
-        with pytest.raises(NoVerdictError) as caught:
-            keyless.run("coin_change", fenced(REFERENCE))
-    assert caught.value.error_type == "daemon_unavailable" and "DAYTONA_API_KEY" in caught.value.reason
 
 
 def test_row_unregistered_environment_is_image_missing(provider):
@@ -301,12 +216,6 @@ def test_row_slow_create_past_the_timeout_is_start_failure_and_leaks_nothing(sta
     assert standin.live_containers() == 0
 
 
-def test_row_unreachable_api_is_provider_unavailable(standin):
-    provider = DaytonaProvider(api_key="any", api_url="http://127.0.0.1:9/api", target="us")
-    with pytest.raises(ProviderUnavailable, match="cannot be reached"):
-        provider.image(image_name("base"))
-
-
 # ------------------------------------------------------------------ the stand-in speaks the SDK's models
 def test_standin_responses_validate_against_the_sdks_models(provider, standin):
     models = importlib.import_module("daytona_api_client.models")
@@ -320,23 +229,10 @@ def test_standin_responses_validate_against_the_sdks_models(provider, standin):
 # ------------------------------------------------------------------ the spec's snippet: verl's reward_kwargs {mode: daytona}
 @pytest.mark.verl
 def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
-    pytest.importorskip("verl")
-    from omegaconf import OmegaConf
-    from verl.trainer.ppo.reward import get_custom_reward_fn
-
-    from deepgym.integrations.verl import verl_rows
-
     monkeypatch.setenv("DAYTONA_API_KEY", standin.api_key)
     monkeypatch.setenv("DAYTONA_API_URL", standin.api_url)
     monkeypatch.setenv("DAYTONA_TARGET", "us")
-    config = OmegaConf.create({"reward": {"custom_reward_function": {
-        "path": "pkg://deepgym.integrations.verl", "name": "compute_score", "reward_kwargs": {"mode": "daytona"}}}})
-    fn = get_custom_reward_fn(config)
-    row = verl_rows(["coin_change"])[0]
-
-    def score(response: str):
-        return fn(data_source=row["data_source"], solution_str=response,
-                  ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))
+    score = verl_reward("coin_change", mode="daytona")
 
     def creates() -> int:
         return sum(1 for method, path, _ in standin.requests if (method, path) == ("POST", "/api/sandbox"))
@@ -345,12 +241,6 @@ def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
     right, wrong = score(fenced(REFERENCE)), score(fenced(WRONG))
     assert (right["score"], wrong["score"]) == (1.0, 0.0)
     assert creates() == before + 2, "both were judged through Daytona"
-
-
-@pytest.mark.parametrize("attack", hostile_attacks(), ids=lambda attack: attack.id)
-def test_hostile_single_turn_cases_get_their_verdict(gym, attack):
-    outcome = gym.judge(attack.env, attack.response)
-    assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
 
 
 def test_a_session_with_a_service_runs_on_daytona(standin, monkeypatch):

@@ -190,7 +190,7 @@ def test_a_loop_mode_deepgym_cannot_run_fails_when_verl_builds_the_loop():
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     entry = OmegaConf.create({"name": "copied", "_target_": "deepgym.integrations.verl_mask.DeepGymSingleTurnAgentLoop",
-                              "mode": "modal"})
+                              "mode": "kubernetes"})
     config = loop_config(use_v1=True)
 
     async def build():
@@ -199,7 +199,7 @@ def test_a_loop_mode_deepgym_cannot_run_fails_when_verl_builds_the_loop():
                                        hf_model_type=None, dataset_cls=RLHFDataset,
                                        data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
 
-    with pytest.raises(Exception, match="not implemented.*Available modes: auto, docker, local, daytona, e2b, apple"):
+    with pytest.raises(Exception, match="unknown mode.*Available modes: auto, docker, local, daytona, e2b, modal, apple"):
         asyncio.run(build())
 
 

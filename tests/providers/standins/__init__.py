@@ -11,6 +11,8 @@ import importlib.util
 import io
 import os
 import tarfile
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import docker
@@ -51,6 +53,31 @@ def publish(standin, envs: list[str], manifest: Path) -> Path:
     return manifest
 
 
+@dataclass
+class Faults:
+    """Faults a stand-in injects: per route (each stand-in names its own: ``create``, ``exec``, ...), a queue
+    of failures the next requests answer with (an HTTP status, or a gRPC status for Modal's);
+    ``create_delay_s`` before every create answers; ``kill_during_exec_s``: the next exec's container is killed
+    that long after the exec starts."""
+
+    statuses: dict[str, list] = field(default_factory=lambda: defaultdict(list))
+    create_delay_s: float = 0.0
+    kill_during_exec_s: float | None = None
+
+    def fail(self, route: str, *statuses) -> None:
+        self.statuses[route].extend(statuses)
+
+    def next(self, route: str):
+        """The failure the next request of ``route`` answers with, or None."""
+        queue = self.statuses.get(route)
+        return queue.pop(0) if queue else None
+
+    def clear(self) -> None:
+        self.statuses.clear()
+        self.create_delay_s = 0.0
+        self.kill_during_exec_s = None
+
+
 class ContainerBacked:
     """What every stand-in does with the Docker containers behind its sandboxes: ``self.sandboxes`` maps a
     sandbox id to a dict with its ``container``; every container carries ``self.label=self.id``."""
@@ -59,6 +86,7 @@ class ContainerBacked:
     id: str
     sandboxes: dict[str, dict]
     docker: docker.DockerClient
+    faults: Faults
 
     def container(self, sandbox_id: str):
         return self.docker.containers.get(self.sandboxes[sandbox_id]["container"])
@@ -78,6 +106,19 @@ class ContainerBacked:
         except docker.errors.NotFound:
             return True
         return False
+
+    def running(self, entry: dict) -> bool:
+        """Whether the container behind a sandbox's entry is running."""
+        try:
+            return self.docker.api.inspect_container(entry["container"])["State"]["Running"]
+        except docker.errors.NotFound:
+            return False
+
+    def remove_container(self, container: str) -> None:
+        try:
+            self.docker.api.remove_container(container, force=True)
+        except docker.errors.NotFound:
+            pass
 
     def live_containers(self) -> int:
         return len(self.docker.containers.list(filters={"label": f"{self.label}={self.id}"}))

@@ -11,7 +11,8 @@ killed at its ``timeout`` and then answered with HTTP 408 and Daytona's error en
 Endpoints (paths under ``/api``, the toolbox under ``/toolbox/<sandbox id>``), as the notes in
 /work/shared/notes/provider-standins.md observed the SDK 0.226 calling them: ``POST/GET/DELETE /sandbox``,
 ``GET /sandbox`` (list by labels), ``POST/GET /snapshots``, ``POST /process/execute``,
-``POST /files/bulk-upload``. Faults for the exit-state tests: :attr:`DaytonaStandIn.faults`.
+``POST /files/bulk-upload``. Faults for the exit-state tests: :attr:`DaytonaStandIn.faults` (:class:`~standins.Faults`;
+routes ``create``, ``exec``, ``upload``, ``delete``, ``list``, ``snapshot``; HTTP statuses).
 
 The "registry" a snapshot is made from is :attr:`DaytonaStandIn.registry`: the digest-pinned references a
 test registered, each standing for a local image (Daytona would pull the reference).
@@ -24,30 +25,14 @@ import json
 import threading
 import time
 import uuid
-from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 import docker
 from aiohttp import web
 
-from . import ContainerBacked
+from . import ContainerBacked, Faults
 
 STANDIN_LABEL = "deepgym.test.daytona-standin"
-
-
-@dataclass
-class Faults:
-    """Faults to inject: per route (``create``, ``exec``, ``upload``, ``delete``, ``list``, ``snapshot``), a
-    queue of HTTP statuses the next requests answer with; ``create_delay_s`` before every create answers;
-    ``kill_during_exec_s``: the next exec's container is killed that long after the exec starts."""
-
-    statuses: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    create_delay_s: float = 0.0
-    kill_during_exec_s: float | None = None
-
-    def fail(self, route: str, *statuses: int) -> None:
-        self.statuses[route].extend(statuses)
 
 
 class DaytonaStandIn(ContainerBacked):
@@ -124,11 +109,8 @@ class DaytonaStandIn(ContainerBacked):
             return _error(404, f"no route {request.path}")
 
     def _fault(self, route: str) -> web.Response | None:
-        queue = self.faults.statuses.get(route)
-        if queue:
-            status = queue.pop(0)
-            return _error(status, f"injected fault on {route}")
-        return None
+        status = self.faults.next(route)
+        return None if status is None else _error(status, f"injected fault on {route}")
 
     async def _blocking(self, fn, *args):
         return await self._loop.run_in_executor(self._pool, fn, *args)
@@ -196,14 +178,8 @@ class DaytonaStandIn(ContainerBacked):
         if entry is None or entry["state"] == "destroyed":
             return _error(404, f"Sandbox with ID {request.match_info['id']} not found")
         entry["state"] = "destroyed"
-        await self._blocking(self._remove, entry["container"])
+        await self._blocking(self.remove_container, entry["container"])
         return web.json_response(self._dto(entry))
-
-    def _remove(self, container: str) -> None:
-        try:
-            self.docker.api.remove_container(container, force=True)
-        except docker.errors.NotFound:
-            pass
 
     async def _snapshot_create(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -254,12 +230,7 @@ class DaytonaStandIn(ContainerBacked):
         return web.json_response({"exitCode": exit_code, "result": output.decode("utf-8", "replace")})
 
     def _running(self, entry: dict) -> bool:
-        if entry["state"] != "started":
-            return False
-        try:
-            return self.docker.api.inspect_container(entry["container"])["State"]["Running"]
-        except docker.errors.NotFound:
-            return False
+        return entry["state"] == "started" and self.running(entry)
 
     def _exec(self, container: str, command: str, timeout: int) -> tuple[int | None, bytes]:
         # The daemon's deadline kills the command's whole process group; coreutils timeout does the same.

@@ -6,13 +6,15 @@ semantics); see docs/providers.md.
 One port serves both planes; envd requests carry ``E2b-Sandbox-Id``, as the SDK sends when ``E2B_SANDBOX_URL``
 is set. The envd Process service is the SDK wheel's own generated Connect server
 (``e2b.envd.process.process_connect.ProcessASGIApplication``), so the framing is connectrpc's. Each sandbox is a
-real Docker container of the template's image (the "templates" are :attr:`E2BStandIn.templates`, name to local
-image): ``sleep infinity`` as main process, no network unless ``allow_internet_access``. A command runs as
+real Docker container of the template's image (:attr:`E2BStandIn.templates`, name to local image; a template
+is built from an image of :attr:`E2BStandIn.registry`, the digest-pinned references standing for local images,
+through the SDK's ``Template.build``): ``sleep infinity`` as main process, no network unless ``allow_internet_access``. A command runs as
 ``/bin/bash -l -c`` under the user of the request's Basic auth, with stdout and stderr streamed apart, and is
 killed when the request's ``Connect-Timeout-Ms`` runs out (envd treats it as the process's lifetime). A
 non-zero exit ends the stream with ``end{exit_code}``, which the SDK raises as ``CommandExitException``.
 
-Faults: :attr:`E2BStandIn.faults` (the same knobs as the Daytona stand-in's).
+Faults: :attr:`E2BStandIn.faults` (:class:`~standins.Faults`; routes ``create``, ``exec``, ``upload``, ``kill``,
+``list``, ``build``; an exec's status is a Connect error: 500 ``internal``, 503 ``unavailable``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ import base64
 import threading
 import time
 import uuid
-from collections import defaultdict
-from dataclasses import dataclass, field
 
 import docker
 import uvicorn
@@ -38,25 +38,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import ContainerBacked
+from . import ContainerBacked, Faults
 
 STANDIN_LABEL = "deepgym.test.e2b-standin"
 ENVD_VERSION = "0.6.10"
 PE = pb.ProcessEvent
-
-
-@dataclass
-class Faults:
-    """Per route (``create``, ``exec``, ``upload``, ``kill``, ``list``), a queue of HTTP statuses the next
-    requests answer with (an exec's is a Connect error: 500 ``internal``, 503 ``unavailable``);
-    ``create_delay_s``; ``kill_during_exec_s``: the next exec's container is killed that long into it."""
-
-    statuses: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    create_delay_s: float = 0.0
-    kill_during_exec_s: float | None = None
-
-    def fail(self, route: str, *statuses: int) -> None:
-        self.statuses[route].extend(statuses)
 
 
 class E2BStandIn(ContainerBacked):
@@ -67,6 +53,8 @@ class E2BStandIn(ContainerBacked):
         self.label = STANDIN_LABEL
         self.faults = Faults()
         self.templates: dict[str, str] = {}
+        self.registry: dict[str, str] = {}
+        self.builds: dict[str, dict] = {}
         self.sandboxes: dict[str, dict] = {}
         self.requests: list[tuple[str, str, dict | None]] = []
         self.docker = docker.from_env()
@@ -82,6 +70,9 @@ class E2BStandIn(ContainerBacked):
             Route("/v2/sandboxes", self._create, methods=["POST"]), Route("/v2/sandboxes", self._list),
             Route("/sandboxes/{id}", self._info), Route("/sandboxes/{id}", self._kill, methods=["DELETE"]),
             Route("/health", self._health), Route("/files", self._write, methods=["POST"]),
+            Route("/templates/aliases/{alias}", self._alias), Route("/v3/templates", self._build, methods=["POST"]),
+            Route("/v2/templates/{template}/builds/{build}", self._build_start, methods=["POST"]),
+            Route("/templates/{template}/builds/{build}/status", self._build_status),
         ])
         envd = process_connect.ProcessASGIApplication(_Process(self), codecs=[ENVD_JSON_CODEC])
 
@@ -116,15 +107,8 @@ class E2BStandIn(ContainerBacked):
         self.remove_all()
 
     # ------------------------------------------------------------------ helpers for tests
-    def running(self, entry: dict) -> bool:
-        try:
-            return self.docker.api.inspect_container(entry["container"])["State"]["Running"]
-        except docker.errors.NotFound:
-            return False
-
     def fault(self, route: str) -> int | None:
-        queue = self.faults.statuses.get(route)
-        return queue.pop(0) if queue else None
+        return self.faults.next(route)
 
     # ------------------------------------------------------------------ control plane
     def _authorised(self, request: Request) -> bool:
@@ -191,14 +175,54 @@ class E2BStandIn(ContainerBacked):
         if entry is None or entry.get("killed"):
             return _error(404, "sandbox not found")
         entry["killed"] = True
-        await asyncio.to_thread(self._remove, entry["container"])
+        await asyncio.to_thread(self.remove_container, entry["container"])
         return Response(status_code=204)
 
-    def _remove(self, container: str) -> None:
-        try:
-            self.docker.api.remove_container(container, force=True)
-        except docker.errors.NotFound:
-            pass
+    # ------------------------------------------------------------------ template builds (from an image only)
+    async def _alias(self, request: Request) -> Response:
+        self.requests.append(("GET", request.url.path, None))
+        if not self._authorised(request):
+            return _error(401, "Invalid API key")
+        if request.path_params["alias"] not in self.templates:
+            return _error(404, "template not found")
+        return JSONResponse({"templateID": request.path_params["alias"], "public": False})
+
+    async def _build(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(("POST", "/v3/templates", body))
+        if not self._authorised(request):
+            return _error(401, "Invalid API key")
+        status = self.fault("build")
+        if status is not None:
+            return _error(status, f"injected fault {status} on build")
+        build = {"template": body["name"], "id": uuid.uuid4().hex[:16], "status": "waiting", "reason": None,
+                 "cpu": body.get("cpuCount"), "memory_mb": body.get("memoryMB")}
+        self.builds[build["id"]] = build
+        return JSONResponse({"templateID": build["template"], "buildID": build["id"], "public": False,
+                             "names": [build["template"]], "tags": [], "aliases": [build["template"]]},
+                            status_code=202)
+
+    async def _build_start(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(("POST", request.url.path, body))
+        build = self.builds.get(request.path_params["build"])
+        if build is None:
+            return _error(404, "build not found")
+        image = self.registry.get(body.get("fromImage") or "")
+        if body.get("steps") or image is None:
+            build.update(status="error", reason={"message": f"cannot build from {body.get('fromImage')!r}: only a "
+                                                           "pulled image, no steps, in the stand-in"})
+        else:
+            build["status"] = "ready"
+            self.templates[build["template"]] = image
+        return Response(status_code=202)
+
+    async def _build_status(self, request: Request) -> Response:
+        build = self.builds.get(request.path_params["build"])
+        if build is None:
+            return _error(404, "build not found")
+        return JSONResponse({"templateID": build["template"], "buildID": build["id"], "status": build["status"],
+                             "logs": [], "logEntries": [], **({"reason": build["reason"]} if build["reason"] else {})})
 
     # ------------------------------------------------------------------ envd over plain HTTP
     def envd_sandbox(self, headers) -> dict | None:
@@ -282,21 +306,6 @@ class _Process(process_connect.Process):
             return
         yield pb.StartResponse(event=PE(event=Oneof("end", PE.EndEvent(exit_code=code, exited=True,
                                                                       status=f"exit status {code}"))))
-
-
-def template_images(standin: E2BStandIn, envs: list[str]) -> None:
-    """Build ``envs`` and give each local image to the stand-in as its template, under the name E2B would have
-    (``deepgym-<env>-<content hash>``); E2B would build the template from the pushed image."""
-    from deepgym.images import build, image_name
-    from deepgym.registration import registered_name
-
-    build([env for env in envs if env != "base"])
-    client = docker.from_env()
-    try:
-        for env in envs:
-            standin.templates[registered_name(env)] = client.images.get(image_name(env)).id
-    finally:
-        client.close()
 
 
 def _error(status: int, message: str) -> JSONResponse:

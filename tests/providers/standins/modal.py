@@ -1,0 +1,416 @@
+"""TEST DOUBLE of Modal's API: the part of the control plane (``modal.client.ModalClient``) and of the task
+command router (``modal.task_command_router.TaskCommandRouter``) that deepgym's modal adapter uses, served with
+grpclib on 127.0.0.1 for the unmodified ``modal`` client to talk to over gRPC (HTTP/2 without TLS, which the
+client allows for a server on localhost only). It is not Modal and proves nothing about Modal's servers
+(quotas, cold starts, image builds and pulls, egress enforcement, gVisor's kill and OOM semantics); see
+docs/providers.md.
+
+Both services are the SDK wheel's own generated grpclib bases (``modal_proto.api_grpc.ModalClientBase``,
+``task_command_router_grpc.TaskCommandRouterBase``): every RPC the adapter does not use answers
+``UNIMPLEMENTED``, every request is recorded in :attr:`ModalStandIn.requests`. Each sandbox is a real Docker
+container of the image (``Image.from_registry(ref)`` resolves ``ref`` through :attr:`ModalStandIn.registry`,
+digest-pinned references standing for local images; ``deepgym images register modal`` records the image's
+id in a Modal Dict, which the stand-in keeps too): the request's command as its main process (else
+``sleep`` for the sandbox's ``timeout_secs``), CPUs and memory from the request, no network when ``network_access_type`` is ``BLOCKED``. An exec runs
+``docker exec -i`` with stdout and stderr apart, and is killed at its ``timeout_secs`` (the client then reads
+its own deadline as ``wait() == -1``). Modal's in-sandbox file tool (``/__modal/.bin/modal-sandbox-fs-tools``,
+which ``sb.filesystem`` execs) is answered for ``WriteFile``: the data the client streams to its stdin goes into
+the file.
+
+Faults: :attr:`ModalStandIn.faults` (:class:`~standins.Faults`), routes ``create`` (SandboxCreateV2), ``exec``
+(TaskExecStart), ``terminate``, ``list``; each entry a ``grpclib.const.Status`` (the client retries
+``UNAVAILABLE`` and ``INTERNAL`` several times, so a lasting fault is several of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import time
+import uuid
+
+import docker
+from grpclib.const import Status
+from grpclib.exceptions import GRPCError
+from grpclib.server import Server
+from modal_proto import api_grpc, api_pb2, task_command_router_grpc
+from modal_proto import task_command_router_pb2 as router_pb2
+
+from . import ContainerBacked, Faults
+
+STANDIN_LABEL = "deepgym.test.modal-standin"
+FS_TOOLS = "/__modal/.bin/modal-sandbox-fs-tools"
+BUILDER_VERSION = "2025.06"
+STDOUT = router_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
+STDERR = router_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR
+
+
+def _jwt() -> str:
+    """A JWT-shaped token with an expiry (the client reads ``exp``; nobody checks the signature here)."""
+    part = lambda value: base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()  # noqa: E731
+    return f"{part({'alg': 'none'})}.{part({'exp': time.time() + 3600})}.standin"
+
+
+class ModalStandIn(ContainerBacked):
+    """Start with :meth:`start`, stop with :meth:`stop` (which removes every container it made)."""
+
+    def __init__(self, token_id: str = "ak-standin", token_secret: str = "as-standin"):
+        self.token_id = token_id
+        self.token_secret = token_secret
+        self.label = STANDIN_LABEL
+        self.faults = Faults()
+        self.registry: dict[str, str] = {}
+        self.images: dict[str, str] = {}  # image id -> local image
+        self.dicts: dict[str, dict[bytes, bytes]] = {}  # Modal Dicts by name
+        self.sandboxes: dict[str, dict] = {}
+        self.execs: dict[str, dict] = {}
+        self.requests: list[tuple[str, object]] = []
+        self.docker = docker.from_env()
+        self.id = uuid.uuid4().hex[:12]
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ModalStandIn:
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="modal-standin")
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the Modal stand-in did not start")
+        return self
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._server = Server([self._service(api_grpc.ModalClientBase, control=True),
+                               self._service(task_command_router_grpc.TaskCommandRouterBase, control=False)])
+        protocols, made = [], self._server._protocol_factory
+
+        def tracked():  # grpclib's close() leaves the accepted connections open: stop() closes them
+            protocols.append(made())
+            return protocols[-1]
+
+        self._server._protocol_factory = tracked
+        self._protocols = protocols
+        self._loop.run_until_complete(self._server.start("127.0.0.1", 0))
+        self.port = self._server._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
+
+    def stop(self) -> None:
+        async def close():
+            self._server.close()
+            await self._server.wait_closed()
+            for protocol in self._protocols:
+                if hasattr(protocol, "processor"):
+                    protocol.processor.close("the stand-in stops")
+            for run in self.execs.values():
+                if run["process"].returncode is None:
+                    run["process"].kill()
+                    await run["process"].wait()
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self.remove_all()
+
+    def _service(self, base: type, *, control: bool):
+        """An instance of the generated base whose every RPC records its request, checks the credentials and
+        dispatches to this stand-in's ``rpc_<Name>`` (or answers UNIMPLEMENTED)."""
+        standin = self
+
+        def make(name: str):
+            async def handler(self, stream):
+                handle = getattr(standin, f"rpc_{name}", None)
+                metadata = dict(stream.metadata)
+                if control and name != "ClientHello" and (metadata.get("x-modal-token-id"), metadata.get(
+                        "x-modal-token-secret")) != (standin.token_id, standin.token_secret):
+                    raise GRPCError(Status.UNAUTHENTICATED, "Invalid token")
+                if handle is None:
+                    request = await stream.recv_message()
+                    standin.requests.append((name, request))
+                    raise GRPCError(Status.UNIMPLEMENTED, f"stand-in: {name}")
+                await handle(stream)
+            return handler
+
+        namespace = {name: make(name) for name in base.__abstractmethods__}
+        return type(f"StandIn{base.__name__}", (base,), namespace)()
+
+    async def _request(self, name: str, stream):
+        request = await stream.recv_message()
+        self.requests.append((name, request))
+        return request
+
+    def _fault(self, route: str) -> None:
+        status = self.faults.next(route)
+        if status is not None:
+            raise GRPCError(status, f"injected fault {status.name} on {route}")
+
+    async def _blocking(self, fn, *args):
+        return await asyncio.to_thread(fn, *args)
+
+    # ------------------------------------------------------------------ control plane
+    async def rpc_ClientHello(self, stream):
+        await stream.recv_message()
+        await stream.send_message(api_pb2.ClientHelloResponse())
+
+    async def rpc_AppGetOrCreate(self, stream):
+        request = await self._request("AppGetOrCreate", stream)
+        await stream.send_message(api_pb2.AppGetOrCreateResponse(app_id=f"ap-{request.app_name}standin"))
+
+    async def rpc_EnvironmentGetOrCreate(self, stream):
+        await self._request("EnvironmentGetOrCreate", stream)
+        await stream.send_message(api_pb2.EnvironmentGetOrCreateResponse(
+            environment_id="en-standin", metadata=api_pb2.EnvironmentMetadata(
+                name="main", settings=api_pb2.EnvironmentSettings(image_builder_version=BUILDER_VERSION))))
+
+    async def rpc_AuthTokenGet(self, stream):
+        await self._request("AuthTokenGet", stream)
+        await stream.send_message(api_pb2.AuthTokenGetResponse(token=_jwt()))
+
+    async def rpc_ImageGetOrCreate(self, stream):
+        request = await self._request("ImageGetOrCreate", stream)
+        commands = list(request.image.dockerfile_commands)
+        ref = commands[0].removeprefix("FROM ").strip() if commands else ""
+        if len(commands) != 1 or ref not in self.registry:
+            await stream.send_message(api_pb2.ImageGetOrCreateResponse(
+                image_id="im-failed", result=api_pb2.GenericResult(
+                    status=api_pb2.GenericResult.GENERIC_STATUS_FAILURE,
+                    exception=f"cannot pull {ref}: not in the stand-in's registry")))
+            return
+        image_id = "im-" + self.registry[ref].removeprefix("sha256:")[:22]
+        self.images[image_id] = self.registry[ref]
+        await stream.send_message(api_pb2.ImageGetOrCreateResponse(
+            image_id=image_id, result=api_pb2.GenericResult(status=api_pb2.GenericResult.GENERIC_STATUS_SUCCESS)))
+
+    async def rpc_ImageFromId(self, stream):
+        request = await self._request("ImageFromId", stream)
+        if request.image_id not in self.images:
+            raise GRPCError(Status.NOT_FOUND, f"Image {request.image_id} not found")
+        await stream.send_message(api_pb2.ImageFromIdResponse(image_id=request.image_id))
+
+    # A Modal Dict keeps the client's serialized keys and values as they come: the stand-in never reads them.
+    async def rpc_DictGetOrCreate(self, stream):
+        request = await self._request("DictGetOrCreate", stream)
+        self.dicts.setdefault(request.deployment_name, {})
+        await stream.send_message(api_pb2.DictGetOrCreateResponse(dict_id=f"di-{request.deployment_name}"))
+
+    def _dict(self, dict_id: str) -> dict:
+        found = self.dicts.get(dict_id.removeprefix("di-"))
+        if found is None:
+            raise GRPCError(Status.NOT_FOUND, f"Dict {dict_id} not found")
+        return found
+
+    async def rpc_DictGet(self, stream):
+        request = await self._request("DictGet", stream)
+        value = self._dict(request.dict_id).get(request.key)
+        await stream.send_message(api_pb2.DictGetResponse(found=value is not None, value=value or b""))
+
+    async def rpc_DictContains(self, stream):
+        request = await self._request("DictContains", stream)
+        await stream.send_message(api_pb2.DictContainsResponse(found=request.key in self._dict(request.dict_id)))
+
+    async def rpc_DictUpdate(self, stream):
+        request = await self._request("DictUpdate", stream)
+        entries = self._dict(request.dict_id)
+        created = False
+        for entry in request.updates:
+            if not (request.if_not_exists and entry.key in entries):
+                created = created or entry.key not in entries
+                entries[entry.key] = entry.value
+        await stream.send_message(api_pb2.DictUpdateResponse(created=created))
+
+    async def rpc_SandboxCreateV2(self, stream):
+        request = await self._request("SandboxCreateV2", stream)
+        if self.faults.create_delay_s:
+            await asyncio.sleep(self.faults.create_delay_s)
+        self._fault("create")
+        definition = request.definition
+        image = self.images.get(definition.image_id)
+        if image is None:
+            raise GRPCError(Status.NOT_FOUND, f"Image {definition.image_id} not found")
+        entry = {"id": f"sb-{uuid.uuid4().hex[:20]}", "task": f"ta-{uuid.uuid4().hex[:20]}V",
+                 "app": request.app_id, "tags": {tag.tag_name: tag.tag_value for tag in request.tags},
+                 "timeout": definition.timeout_secs, "image": definition.image_id,
+                 "blocked": definition.network_access.network_access_type
+                 == api_pb2.NetworkAccess.NetworkAccessType.BLOCKED,
+                 "memory_mb": definition.resources.memory_mb, "milli_cpu": definition.resources.milli_cpu,
+                 "command": list(definition.entrypoint_args),
+                 "created": time.time()}
+        entry["container"] = await self._blocking(self._start_container, entry, image)
+        self.sandboxes[entry["id"]] = entry
+        await stream.send_message(api_pb2.SandboxCreateV2Response(
+            sandbox_id=entry["id"], task_id=entry["task"],
+            command_router_access=api_pb2.CommandRouterAccess(url=self.url, jwt=_jwt())))
+
+    def _start_container(self, entry: dict, image: str) -> str:
+        limits = {}
+        if entry["memory_mb"]:
+            limits.update(mem_limit=f"{entry['memory_mb']}m", memswap_limit=f"{entry['memory_mb']}m")
+        if entry["milli_cpu"]:
+            limits.update(nano_cpus=entry["milli_cpu"] * 10**6)
+        return self.docker.containers.run(
+            image, entrypoint=entry["command"] or ["sleep", str(entry["timeout"] or 300)], command=[], detach=True,
+            init=True,
+            network_mode="none" if entry["blocked"] else "bridge", auto_remove=True,
+            labels={STANDIN_LABEL: self.id, "deepgym.test.sandbox": entry["id"]}, **limits).id
+
+    async def rpc_SandboxTerminateV2(self, stream):
+        request = await self._request("SandboxTerminateV2", stream)
+        self._fault("terminate")
+        entry = self.sandboxes.get(request.sandbox_id)
+        if entry is None or entry.get("terminated"):
+            raise GRPCError(Status.NOT_FOUND, f"Sandbox {request.sandbox_id} not found")
+        entry["terminated"] = True
+        await self._blocking(self.remove_container, entry["container"])
+        await stream.send_message(api_pb2.SandboxTerminateResponse())
+
+    async def rpc_SandboxWaitV2(self, stream):
+        """``Sandbox.from_id`` (a wait of 0 s): a running sandbox has no result yet."""
+        request = await self._request("SandboxWaitV2", stream)
+        entry = self.sandboxes.get(request.sandbox_id)
+        if entry is None:
+            raise GRPCError(Status.NOT_FOUND, f"Sandbox {request.sandbox_id} not found")
+        done = entry.get("terminated") or not await self._blocking(self.running, entry)
+        await stream.send_message(api_pb2.SandboxWaitResponse(result=api_pb2.GenericResult(
+            status=api_pb2.GenericResult.GENERIC_STATUS_TERMINATED) if done else None))
+
+    async def rpc_SandboxListV2(self, stream):
+        request = await self._request("SandboxListV2", stream)
+        self._fault("list")
+        wanted = {tag.tag_name: tag.tag_value for tag in request.tags}
+        found = sorted((e for e in self.sandboxes.values()
+                        if not e.get("terminated") and (not request.app_id or e["app"] == request.app_id)
+                        and all(e["tags"].get(k) == v for k, v in wanted.items())
+                        and (not request.before_timestamp or e["created"] < request.before_timestamp)),
+                       key=lambda e: -e["created"])
+        await stream.send_message(api_pb2.SandboxListResponse(sandboxes=[
+            api_pb2.SandboxInfo(id=e["id"], app_id=e["app"], created_at=e["created"], image_id=e["image"],
+                                timeout_secs=e["timeout"],
+                                tags=[api_pb2.SandboxTag(tag_name=k, tag_value=v) for k, v in e["tags"].items()])
+            for e in found[:100]]))
+
+    # ------------------------------------------------------------------ the task command router
+    def _task(self, task_id: str) -> dict:
+        entry = next((e for e in self.sandboxes.values() if e["task"] == task_id), None)
+        if entry is None or entry.get("terminated"):
+            raise GRPCError(Status.NOT_FOUND, f"Task {task_id} not found")
+        return entry
+
+    async def rpc_TaskExecStart(self, stream):
+        request = await self._request("TaskExecStart", stream)
+        entry = self._task(request.task_id)
+        self._fault("exec")
+        if not await self._blocking(self.running, entry):
+            raise GRPCError(Status.NOT_FOUND, f"Task {request.task_id} is not running")
+        argv = list(request.command_args)
+        if argv[:1] == [FS_TOOLS]:
+            argv = _fs_tool(argv)
+        command = ["docker", "exec", "-i", "-u", "root", "-w", request.workdir or "/"]
+        for item in request.env:
+            command += ["-e", f"{item.key}={item.value}"]
+        command.append(entry["container"])
+        if request.timeout_secs:
+            command += ["timeout", "-s", "KILL", str(request.timeout_secs)]
+        process = await asyncio.create_subprocess_exec(
+            *command, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        run = {"process": process, "task": request.task_id, "entry": entry, "changed": asyncio.Condition(),
+               "out": {STDOUT: bytearray(), STDERR: bytearray()},
+               "closed": set()}
+        self.execs[request.exec_id] = run
+        for descriptor, pipe in ((STDOUT, process.stdout), (STDERR, process.stderr)):
+            asyncio.ensure_future(self._pump(run, descriptor, pipe))
+        if self.faults.kill_during_exec_s is not None:
+            delay, self.faults.kill_during_exec_s = self.faults.kill_during_exec_s, None
+            self._loop.call_later(delay, lambda: threading.Thread(
+                target=self.kill_from_outside, args=(entry["id"],)).start())
+        await stream.send_message(router_pb2.TaskExecStartResponse())
+
+    async def _pump(self, run: dict, descriptor: int, pipe) -> None:
+        while chunk := await pipe.read(1 << 16):
+            async with run["changed"]:
+                run["out"][descriptor].extend(chunk)
+                run["changed"].notify_all()
+        async with run["changed"]:
+            run["closed"].add(descriptor)
+            run["changed"].notify_all()
+
+    def _exec(self, exec_id: str) -> dict:
+        run = self.execs.get(exec_id)
+        if run is None:
+            raise GRPCError(Status.NOT_FOUND, f"Exec {exec_id} not found")
+        return run
+
+    async def rpc_TaskExecStdioRead(self, stream):
+        request = await self._request("TaskExecStdioRead", stream)
+        run = self._exec(request.exec_id)
+        offset = request.offset
+        while True:
+            async with run["changed"]:
+                await run["changed"].wait_for(lambda seen=offset: len(run["out"][request.file_descriptor]) > seen
+                                              or request.file_descriptor in run["closed"])
+                data = bytes(run["out"][request.file_descriptor][offset:])
+                ended = request.file_descriptor in run["closed"]
+            if data:
+                await stream.send_message(router_pb2.TaskExecStdioReadResponse(data=data))
+                offset += len(data)
+            elif ended:
+                return
+
+    async def rpc_TaskExecStdinWriteStream(self, stream):
+        run = None
+        async for message in stream:
+            self.requests.append(("TaskExecStdinWriteStream", message))
+            if message.HasField("start"):
+                run = self._exec(message.start.exec_id)
+            elif message.HasField("end"):
+                break
+            elif run is not None and message.data:
+                run["process"].stdin.write(message.data)
+                await run["process"].stdin.drain()
+        if run is not None:
+            run["process"].stdin.close()
+        await stream.send_message(router_pb2.TaskExecStdinWriteStreamResponse())
+
+    async def _exit(self, run: dict) -> router_pb2.TaskExecWaitResponse:
+        code = await run["process"].wait()
+        if not await self._blocking(self.running, run["entry"]):
+            raise GRPCError(Status.NOT_FOUND, f"Task {run['task']} is not running")
+        if code == 137:  # killed at its timeout_secs (coreutils' timeout -s KILL), or by the OOM killer
+            return router_pb2.TaskExecWaitResponse(signal=9)
+        return router_pb2.TaskExecWaitResponse(code=code)
+
+    async def rpc_TaskExecWait(self, stream):
+        request = await self._request("TaskExecWait", stream)
+        await stream.send_message(await self._exit(self._exec(request.exec_id)))
+
+    async def rpc_TaskExecPoll(self, stream):
+        request = await self._request("TaskExecPoll", stream)
+        run = self._exec(request.exec_id)
+        if run["process"].returncode is None:
+            await stream.send_message(router_pb2.TaskExecPollResponse())
+            return
+        status = await self._exit(run)
+        await stream.send_message(router_pb2.TaskExecPollResponse(
+            **({"signal": status.signal} if status.HasField("signal") else {"code": status.code})))
+
+
+def _fs_tool(argv: list[str]) -> list[str]:
+    """Modal's in-sandbox file tool, for the one command the adapter uses: WriteFile (the data on stdin)."""
+    command = json.loads(argv[1])
+    if "WriteFile" not in command:
+        raise GRPCError(Status.UNIMPLEMENTED, f"stand-in: the file tool's {next(iter(command))}")
+    return ["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh", command["WriteFile"]["path"]]
+
