@@ -54,7 +54,7 @@ AGENT_UID = 10000
 VERIFIER_UID = 10002
 WORKSPACE = "/tmp/work"
 SESSION_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
-# Local mode runs the host's session runner, from the same deepgym as this process (see judging.LOCAL_RUNNER).
+# Local mode runs the host's session runner, from the same deepgym as this process (see deepgym.sandbox.local.LOCAL_RUNNER).
 LOCAL_SESSION_RUNNER = (sys.executable, "-I", "-B", "-c",
                         "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
                         "runpy.run_module('deepgym.runner.session', run_name='__main__', alter_sys=True)",

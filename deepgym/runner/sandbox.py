@@ -529,6 +529,19 @@ class Sandbox:
                 except BlockingIOError:  # the uids hold every pid the sandbox allows: the next round retries
                     pass
             return
+        # Unconfined (local mode), every process runs as the runner's own uid, so kill(-1) is no option: each
+        # process of a session we started is killed, then each session's group.
+        for pid in self.members():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for sid in self._sessions:
+            try:
+                os.killpg(sid, signal.SIGKILL)
+            except OSError:
+                pass
+
     def _signal_members(self, sig: int) -> list[int]:
         """Send ``sig`` to each process of the request's uids, one by one (stopping them all first keeps the
         sweep ahead of a fork bomb; :func:`privileges.kill_uid` then gets what was forked in between), and
