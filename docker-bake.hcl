@@ -40,6 +40,11 @@ group "default" {
   targets = ["base", "environments", "runtimes"]
 }
 
+# Desktop environments (computer use): their apps on top of the desktop image. Part of "environments".
+group "desktops" {
+  targets = ["signup_form"]
+}
+
 # Generic images per language runtime: they judge tests that travel with a dataset's rows (deepgym/rows.py).
 group "runtimes" {
   targets = ["row_python"]
@@ -68,6 +73,7 @@ group "environments" {
     "shell_organise_files",
     "shell_repair_script",
     "shortest_path",
+    "signup_form",
     "topological_sort",
     "two_sum",
     "valid_sudoku",
@@ -90,6 +96,19 @@ target "registry" {
   context  = "images/registry"
   tags     = [image("registry")]
   labels   = { "org.deepgym.content-hash" = lookup(jsondecode(CONTENT_HASHES), "registry", "unknown") }
+}
+
+# The base of desktop environments: Xvfb, chromium under policy, the action daemon and the state recorder
+# (images/desktop). Built when a desktop environment is.
+target "desktop" {
+  contexts = { base = "target:base" }
+  context  = "images/desktop"
+  tags     = [image("desktop")]
+}
+
+# Every desktop environment starts from the desktop target through the named context "desktop".
+target "_desktop" {
+  contexts = { desktop = "target:desktop" }
 }
 
 # Every environment image starts from the base target through the named context "base".
@@ -277,4 +296,11 @@ target "word_break" {
   context  = "environments/word_break"
   tags     = [image("word_break")]
   labels   = environment_labels("word_break")
+}
+
+target "signup_form" {
+  inherits = ["_desktop"]
+  context  = "environments/signup_form"
+  tags     = [image("signup_form")]
+  labels   = environment_labels("signup_form")
 }
