@@ -31,7 +31,7 @@ ACTION_TYPES = ("screenshot", "click", "double_click", "right_click", "move", "d
                 "wait", "done")
 FIELDS = ("x", "y", "to_x", "to_y", "content", "amount")
 POINTED = ("click", "double_click", "right_click", "move", "drag")
-MAX_TYPE_CHARS = 2000
+MAX_TYPE_CHARS = 500
 MAX_SCROLL = 60
 MAX_WAIT_S = 10
 MAX_KEYS = 5

@@ -56,6 +56,9 @@ READY_S = 30.0
 START_S = 15.0
 ACTION_S = 60.0
 VERIFIER_OUTPUT_BYTES = 1 << 20
+# A container that waits this long for its episode ends itself (a dead host's prewarmed one); once the episode
+# starts, its lifetime comes with the request.
+IDLE_S = 900.0
 HARNESS = ("import json, os, sys\n"
            "os.chdir(sys.argv[1])\n"
            "sys.path.insert(0, '.')\n"
@@ -218,8 +221,24 @@ def say(message: dict) -> None:
     sys.stdout.flush()
 
 
+class Lifetime:
+    """Ends the container (its main process) when its time is up, even if the host is gone or hung."""
+
+    def __init__(self, seconds: float):
+        self.timer: threading.Timer | None = None
+        self.set(seconds)
+
+    def set(self, seconds: float) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = threading.Timer(seconds, os._exit, args=(3,))
+        self.timer.daemon = True
+        self.timer.start()
+
+
 def main(argv: list[str]) -> int:
     started = time.monotonic()
+    lifetime = Lifetime(IDLE_S)
     width, height = int(argv[0]), int(argv[1])
     problem = drop_privileges()
     if problem is not None:
@@ -237,6 +256,7 @@ def main(argv: list[str]) -> int:
             request = json.loads(line)
             op = request.get("op")
             if op == "start":
+                lifetime.set(float(request.get("lifetime_s", IDLE_S)))
                 say(desktop.start(int(request["variant"])))
             elif op == "act":
                 action = parse_action(request.get("action"), width, height)
