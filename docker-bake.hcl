@@ -42,7 +42,7 @@ group "default" {
 
 # Desktop environments (computer use): their apps on top of the desktop image. Part of "environments".
 group "desktops" {
-  targets = ["signup_form"]
+  targets = ["signup_form", "todo_list"]
 }
 
 # Generic images per language runtime: they judge tests that travel with a dataset's rows (deepgym/rows.py).
@@ -74,6 +74,7 @@ group "environments" {
     "shell_repair_script",
     "shortest_path",
     "signup_form",
+    "todo_list",
     "topological_sort",
     "two_sum",
     "valid_sudoku",
@@ -303,4 +304,11 @@ target "signup_form" {
   context  = "environments/signup_form"
   tags     = [image("signup_form")]
   labels   = environment_labels("signup_form")
+}
+
+target "todo_list" {
+  inherits = ["_desktop"]
+  context  = "environments/todo_list"
+  tags     = [image("todo_list")]
+  labels   = environment_labels("todo_list")
 }
