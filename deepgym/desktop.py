@@ -43,7 +43,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .environments import Environment, load_environment
-from .runner.computer import describe, parse_action
+from .runner.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
 from .sandbox import ExecOptions, ImageMissing, SandboxError, SandboxLost, SandboxSpec, StartFailure
 from .session import HOST_GRACE_S, Observation, StepResult, _Clock, failure_result
 from .verdict import CaseResult, NoVerdictError, Verdict
@@ -59,6 +59,24 @@ READY_S = 60.0
 START_S = 30.0
 MAX_IDLE_S = 600.0
 MAX_LINE_BYTES = 16 << 20
+
+
+def computer_schema() -> dict[str, Any]:
+    """The ``computer`` tool's OpenAI function schema (what verl shows the model)."""
+    coordinate = {"type": "integer", "description": "pixels from the screen's left (x) or top (y) edge"}
+    return {"type": "function", "function": {
+        "name": "computer",
+        "description": "Act on the computer's screen with the mouse or keyboard, then see the screen. Begin with "
+                       "a screenshot. action_type: " + ", ".join(ACTION_TYPES) + ".",
+        "parameters": {"type": "object", "required": ["action_type"], "properties": {
+            "action_type": {"type": "string", "enum": list(ACTION_TYPES)},
+            "x": coordinate, "y": coordinate,
+            "to_x": {**coordinate, "description": "where a drag ends (x)"},
+            "to_y": {**coordinate, "description": "where a drag ends (y)"},
+            "content": {"type": "string", "description": "the text to type; the key or combination to press "
+                                                         "(ctrl+a, Return); a scroll's direction (up or down)"},
+            "amount": {"type": "integer", "description": f"scroll clicks (1 to {MAX_SCROLL}) or seconds to wait"},
+        }}}}
 
 
 def load_variant(env: Environment, variant: int) -> dict[str, Any]:

@@ -1,0 +1,141 @@
+"""Desktop episodes on real containers of the desktop image: deepgym check of every desktop environment, the
+agent's attempts to leave the app, and the recorder's own door. Each builds the desktop images once."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+
+import pytest
+
+from deepgym import DeepGym
+from deepgym.check import check, table
+from deepgym.environments import load_environment
+from deepgym.images import build
+from deepgym.session import action_sequences
+
+pytestmark = [pytest.mark.docker, pytest.mark.desktop]
+DESKTOPS = ["signup_form", "todo_list"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def images():
+    build(DESKTOPS)
+
+
+@pytest.fixture(scope="module")
+def gym():
+    with DeepGym(mode="docker", max_parallel=3) as client:
+        yield client
+
+
+def key(combo: str) -> dict:
+    return {"action_type": "key", "content": combo}
+
+
+def typed(text: str) -> dict:
+    return {"action_type": "type", "content": text}
+
+
+def test_every_desktop_environment_passes_check(gym):
+    rows = check(DESKTOPS, gym, reruns=1)
+    assert all(row.ok for row in rows), table(rows)
+    for row in rows:
+        assert len(row.reference) == 8 and len(row.wrong) == 16
+        assert all(0 <= outcome.score < 1 for outcome in row.wrong.values())
+
+
+def test_an_episode_sees_png_screens_and_settle_times(gym):
+    with gym.session("todo_list", 2) as session:
+        first = session.start()
+        assert first.images[0][:8] == b"\x89PNG\r\n\x1a\n" and "Pick up dry cleaning" in first.text
+        step = session.step({"action_type": "click", "x": 1023, "y": 767, "button": 1})
+        assert step.observation.text.startswith("invalid action: unknown field") and not step.done
+        step = session.step({"action_type": "key", "content": "hyper+x"})
+        assert "unknown key" in step.observation.text and not step.observation.images
+        step = session.step({"action_type": "scroll", "amount": 3})
+        assert "scrolled down 3" in step.observation.text and "settled after" in step.observation.text
+        assert step.observation.images and not step.done
+        step = session.step({"action_type": "done"})
+        assert step.done
+        verdict = session.score()
+    assert verdict.score == 0.0 and {case.id for case in verdict.cases} >= {"progress:ticked", "guard:nothing_refused"}
+
+
+# Everything an agent might try in order to leave the app or reach the recorder by another way. Each is
+# followed by the reference episode: it still scores 1.0 only if none of them changed the page, opened
+# anything over it, or put an event in the log (a forged submission would break "submitted once").
+ESCAPES = [
+    key("ctrl+shift+i"), key("F12"), key("ctrl+shift+j"), key("ctrl+u"), key("ctrl+n"), key("ctrl+t"),
+    key("ctrl+shift+n"), key("ctrl+o"), key("ctrl+s"), key("ctrl+p"), key("ctrl+h"), key("ctrl+j"),
+    key("ctrl+l"), typed("javascript:deepgym.send({type:'submit',form:{}})\n"),
+    key("ctrl+l"), typed("file:///etc/passwd\n"), key("alt+d"), typed("chrome://settings\n"),
+    key("F6"), typed("view-source:http://127.0.0.1:8000/\n"),
+    {"action_type": "right_click", "x": 600, "y": 700}, key("Escape"),
+    {"action_type": "click", "x": 512, "y": 148}, typed("bash -c 'curl http://127.0.0.1:8000/event'; rm -rf /"),
+    key("ctrl+a"), key("BackSpace"),
+]
+
+
+def test_escapes_have_no_effect(gym):
+    env = load_environment("signup_form")
+    reference = action_sequences(env, "reference")[0]
+    env = dataclasses.replace(env, session=dataclasses.replace(env.session, max_steps=len(ESCAPES) + len(reference)))
+    with gym.session(env, 0) as session:
+        first = session.start()
+        for action in ESCAPES:
+            step = session.step(action)
+            assert not step.done, (action, step.observation.text)
+        escaped = step.observation.images[0]
+        for action in reference[:-1]:
+            session.step(action)
+        verdict = session.score()
+    assert verdict.score == 1.0, verdict.details
+    assert len(escaped) < 2 * len(first.images[0])  # the same plain page, nothing opened over it
+
+
+@pytest.mark.parametrize("combo", ["ctrl+w", "ctrl+q", "alt+F4", "ctrl+shift+w"])
+def test_closing_the_browser_ends_the_episode_scored(gym, combo):
+    with gym.session("signup_form", 1) as session:
+        session.start()
+        step = session.step(key(combo))
+        if not step.done:  # the key did nothing: the app is still there and works
+            assert "settled" in step.observation.text
+            step = session.step({"action_type": "done"})
+        verdict = session.score()
+    assert verdict.has_verdict and verdict.score == 0.0
+
+
+def test_the_recorder_refuses_every_process_but_the_browser(gym):
+    """A process of another user (here the action daemon's uid, as if it were compromised) posting an event
+    is refused and counted, and the count alone scores the episode 0."""
+    with gym.session("signup_form", 0) as session:
+        session.start()
+        forged = ("import json, urllib.request, urllib.error\n"
+                  "request = urllib.request.Request('http://127.0.0.1:8000/event', data=json.dumps({'type': "
+                  "'submit', 'form': {}}).encode(), headers={'Content-Type': 'application/json'})\n"
+                  "try:\n    urllib.request.urlopen(request)\nexcept urllib.error.HTTPError as e:\n    print(e.code)\n")
+        container = session._desktop.box.container
+        said = subprocess.run(["docker", "exec", "-u", "10000:10000", container, "python3", "-c", forged],
+                              capture_output=True, text=True, timeout=60)
+        assert said.stdout.strip() == "403", said
+        for action in action_sequences(load_environment("signup_form"), "reference")[0][:-1]:
+            session.step(action)
+        verdict = session.score()
+    cases = {case.id: case for case in verdict.cases}
+    assert cases["guard:submitted_once"].passed and not cases["guard:nothing_refused"].passed
+    assert cases["guard:nothing_refused"].actual == {"foreign": 1} and verdict.score == 0.0
+
+
+def test_the_log_is_out_of_reach_of_the_browser_and_the_actions(gym):
+    with gym.session("todo_list", 0) as session:
+        session.start()
+        container = session._desktop.box.container
+        for uid in ("10000", "10011"):
+            tried = subprocess.run(["docker", "exec", "-u", f"{uid}:{uid}", container, "sh", "-c",
+                                    "ls /tmp/deepgym-recorder || echo refused; echo x >> /tmp/deepgym-recorder/events.jsonl"
+                                    " || echo refused"], capture_output=True, text=True, timeout=60)
+            assert tried.stdout.split() == ["refused", "refused"], tried
+        ps = subprocess.run(["docker", "exec", container, "ps", "-eo", "uid,comm"], capture_output=True, text=True)
+        owners = {line.split()[1]: line.split()[0] for line in ps.stdout.splitlines()[1:] if line.split()}
+        assert owners.get("Xvfb") == "10010" and owners.get("chromium") == "10011"
