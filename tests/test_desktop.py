@@ -77,6 +77,9 @@ ESCAPES = [
 ]
 
 
+REFUSED = "is not allowed: it is a browser shortcut"
+
+
 def test_escapes_have_no_effect(gym):
     env = load_environment("signup_form")
     reference = action_sequences(env, "reference")[0]
@@ -86,6 +89,10 @@ def test_escapes_have_no_effect(gym):
         for action in ESCAPES:
             step = session.step(action)
             assert not step.done, (action, step.observation.text)
+            text = step.observation.text
+            assert REFUSED in text or "unknown key" in text or "settled" in text, (action, text)
+            if action["action_type"] == "key" and "ctrl+" in action["content"] and action["content"] != "ctrl+a":
+                assert REFUSED in text, action
         escaped = step.observation.images[0]
         for action in reference[:-1]:
             session.step(action)
@@ -95,15 +102,28 @@ def test_escapes_have_no_effect(gym):
 
 
 @pytest.mark.parametrize("combo", ["ctrl+w", "ctrl+q", "alt+F4", "ctrl+shift+w"])
-def test_closing_the_browser_ends_the_episode_scored(gym, combo):
+def test_the_browsers_close_keys_are_refused(gym, combo):
     with gym.session("signup_form", 1) as session:
         session.start()
         step = session.step(key(combo))
-        if not step.done:  # the key did nothing: the app is still there and works
-            assert "settled" in step.observation.text
-            step = session.step({"action_type": "done"})
+        assert (REFUSED in step.observation.text or "unknown key" in step.observation.text) and not step.done
+        assert "settled" in session.step({"action_type": "screenshot"}).observation.text
+
+
+def test_a_browser_that_dies_ends_the_episode_scored(gym):
+    """The browser gone mid-episode (a crash, or a way to close it the action layer missed): the next action
+    says so, the episode ends, and it is scored from the recorder's log (here: half the items done)."""
+    reference = action_sequences(load_environment("todo_list"), "reference")[0]
+    with gym.session("todo_list", 0) as session:
+        session.start()
+        for action in reference[:3]:
+            session.step(action)
+        subprocess.run(["docker", "exec", "-u", "10011:10011", session._desktop.box.container, "sh", "-c",
+                        "kill -9 -1"], capture_output=True, timeout=60)
+        step = session.step({"action_type": "screenshot"})
+        assert step.done and "browser has closed" in step.observation.text
         verdict = session.score()
-    assert verdict.has_verdict and verdict.score == 0.0
+    assert verdict.has_verdict and 0 < verdict.score < 1, verdict.details
 
 
 def test_the_recorder_refuses_every_process_but_the_browser(gym):

@@ -31,8 +31,16 @@ W, H = 1024, 768
     ({"action_type": "type", "content": "é"}, "printable ASCII"),
     ({"action_type": "type", "content": "x" * 501}, "at most 500"),
     ({"action_type": "key", "content": "ctrl+"}, "not a key combination"),
-    ({"action_type": "key", "content": "hyper+q"}, "unknown key 'hyper'"),
+    ({"action_type": "key", "content": "hyper+q"}, "unknown key"),
     ({"action_type": "key", "content": "a+b+c+d+e+f"}, "at most 5"),
+    ({"action_type": "key", "content": "F12"}, "unknown key 'F12'"),
+    ({"action_type": "key", "content": "ctrl+t"}, "browser shortcut"),
+    ({"action_type": "key", "content": "ctrl+shift+i"}, "browser shortcut"),
+    ({"action_type": "key", "content": "ctrl+l"}, "browser shortcut"),
+    ({"action_type": "key", "content": "ctrl+Tab"}, "browser shortcut"),
+    ({"action_type": "key", "content": "alt+Left"}, "browser shortcut"),
+    ({"action_type": "key", "content": "super+a"}, "browser shortcut"),
+    ({"action_type": "key", "content": "shift+Escape"}, "browser shortcut"),
     ({"action_type": "scroll", "amount": 61}, "amount 61 is out of range"),
     ({"action_type": "scroll", "amount": 0}, "out of range"),
     ({"action_type": "scroll", "amount": 3, "content": "sideways"}, "'up' or 'down'"),
@@ -46,7 +54,9 @@ def test_bad_actions_come_back_as_text(raw, words):
 
 
 def test_good_actions_parse():
-    assert parse_action({"action_type": "key", "content": "ctrl+shift+T"}, W, H).keys == ("Control_L", "Shift_L", "T")
+    assert parse_action({"action_type": "key", "content": "ctrl+shift+Z"}, W, H).keys == ("Control_L", "Shift_L", "Z")
+    assert parse_action({"action_type": "key", "content": "ctrl+BackSpace"}, W, H).keys == ("Control_L", "BackSpace")
+    assert parse_action({"action_type": "key", "content": "shift+Tab"}, W, H).keys == ("Shift_L", "Tab")
     assert parse_action({"action_type": "key", "content": "Enter"}, W, H).keys == ("Return",)
     assert parse_action({"action_type": "key", "content": "+"}, W, H).keys == ("plus",)
     assert parse_action({"action_type": "key", "content": "shift"}, W, H).keys == ("Shift_L",)

@@ -12,7 +12,8 @@ action_type        fields
 ``move``           ``x``, ``y``: move the pointer, press nothing
 ``drag``           ``x``, ``y`` to ``to_x``, ``to_y`` with the left button held
 ``type``           ``content``: printable ASCII, newlines and tabs, at most :data:`MAX_TYPE_CHARS`
-``key``            ``content``: one key or a combination joined by ``+`` (``ctrl+a``, ``Return``, ``F5``)
+``key``            ``content``: one key or a combination joined by ``+`` (``ctrl+a``, ``Return``,
+                   ``shift+Tab``); combinations that are the browser's own shortcuts are refused
 ``scroll``         ``amount`` wheel clicks (1 to :data:`MAX_SCROLL`), ``content`` ``up`` or ``down``
                    (default ``down``), optionally at ``x``, ``y``
 ``wait``           ``amount`` seconds (1 to :data:`MAX_WAIT_S`, default 1), then the screen
@@ -44,9 +45,14 @@ NAMED_KEYS = {
     "backspace": "BackSpace", "delete": "Delete", "del": "Delete", "insert": "Insert", "home": "Home",
     "end": "End", "pageup": "Prior", "page_up": "Prior", "pagedown": "Next", "page_down": "Next",
     "up": "Up", "down": "Down", "left": "Left", "right": "Right", "arrowup": "Up", "arrowdown": "Down",
-    "arrowleft": "Left", "arrowright": "Right", "menu": "Menu",
-    **{f"f{n}": f"F{n}" for n in range(1, 13)},
+    "arrowleft": "Left", "arrowright": "Right",
 }
+# The browser's own shortcuts (a new tab or window, history, downloads, the address bar, back, reload, the
+# task manager) would take the agent out of the app, and kiosk mode does not disable them all: so a
+# combination with ctrl may only edit text (select all, copy, cut, paste, undo, redo, move by word), alt,
+# meta and super take no part, and shift+Escape (the task manager) is refused. Function keys are not keys here.
+CTRL_ALLOWED = {"a", "c", "v", "x", "z", "y", "Left", "Right", "Up", "Down", "Home", "End", "BackSpace", "Delete"}
+BLOCKED_MODIFIERS = {"Alt_L", "Meta_L", "Super_L"}
 
 
 @dataclass(frozen=True)
@@ -85,9 +91,21 @@ def key_sequence(combo: str) -> tuple[str, ...] | str:
         elif len(part) == 1 and 0x21 <= ord(part) <= 0x7e:
             names.append(part)
         else:
-            return (f"unknown key {part!r}; use a letter, digit or symbol, a modifier (ctrl, shift, alt, super) or "
+            return (f"unknown key {part!r}; use a letter, digit or symbol, a modifier (ctrl, shift) or "
                     f"one of {', '.join(sorted(set(NAMED_KEYS.values())))}")
-    return tuple(names)
+    return _allowed(combo, tuple(names))
+
+
+def _allowed(combo: str, names: tuple[str, ...]) -> tuple[str, ...] | str:
+    """``names`` if the combination only edits text in the app, else why it is refused (see CTRL_ALLOWED)."""
+    refused = f"{combo!r} is not allowed: it is a browser shortcut, not an edit in the app"
+    if BLOCKED_MODIFIERS & set(names):
+        return refused
+    if "Control_L" in names and names[-1] not in CTRL_ALLOWED and names[-1].lower() not in CTRL_ALLOWED:
+        return refused
+    if "Shift_L" in names and names[-1] == "Escape":
+        return refused
+    return names
 
 
 def _integer(value, name: str, low: int, high: int) -> int | str:
