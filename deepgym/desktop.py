@@ -298,6 +298,9 @@ class DesktopSession:
         self.image_id: str | None = None
         self.image_status: str | None = None
         self.timings: dict[str, float] = {}
+        self.action_timings: list[dict[str, Any]] = []
+        """Per action: its type, the host's round trip (s), the daemon's own time to act, to settle and to
+        encode the PNG (ms), and the PNG's size (bytes): what benchmarks/desktop.py reports."""
         self._desktop: Desktop | None = None
         self._clock = _Clock()
         self._lifetime_s = self.limits.episode_s + self.limits.verify_timeout_s + 3 * HOST_GRACE_S
@@ -381,6 +384,11 @@ class DesktopSession:
                                      elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where()))
             return StepResult(Observation(f"the desktop failed: {exc.reason}"), 0.0, True)
         self._clock.acting_s += time.monotonic() - started
+        if "png" in reply:
+            self.action_timings.append({"action_type": parsed.action_type,
+                                        "round_trip_s": round(time.monotonic() - started, 4),
+                                        **{key: reply.get(key) for key in ("act_ms", "settle_ms", "png_ms")},
+                                        "png_bytes": len(reply["png"]) * 3 // 4})
         if "error" in reply:
             self._end(NoVerdictError("verifier_error", f"the desktop's supervisor failed: {reply['error']}",
                                      **self._where()))

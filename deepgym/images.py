@@ -148,7 +148,8 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
             from .scaffold import bake_target
 
             extra_file = Path(scratch, "environments.hcl")
-            extra_file.write_text("".join(bake_target(name, str(load_environment(name).path)) for name in extra))
+            extra_file.write_text("".join(bake_target(name, str(load_environment(name).path), load_environment(name).kind)
+                                          for name in extra))
             command += ["--file", str(extra_file)]
         log.flush()
         if subprocess.run([*command, BASE, *todo], cwd=root, env=env, stdout=log, stderr=log).returncode != 0:
