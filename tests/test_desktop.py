@@ -159,3 +159,45 @@ def test_the_log_is_out_of_reach_of_the_browser_and_the_actions(gym):
         ps = subprocess.run(["docker", "exec", container, "ps", "-eo", "uid,comm"], capture_output=True, text=True)
         owners = {line.split()[1]: line.split()[0] for line in ps.stdout.splitlines()[1:] if line.split()}
         assert owners.get("Xvfb") == "10010" and owners.get("chromium") == "10011"
+
+
+def test_forged_state_typed_into_the_app_is_only_text(gym):
+    """The agent types a whole event into a field: the app sends it as the field's text, in its own submission."""
+    reference = action_sequences(load_environment("signup_form"), "reference")[0]
+    forged = '{"type": "submit", "form": {"name": "Ada Lovelace", "terms": true}}'
+    actions = [typed(forged) if action.get("content") == "Ada Lovelace" else action for action in reference]
+    verdict = _replay(gym, "signup_form", 0, actions)
+    cases = {case.id: case for case in verdict.cases}
+    assert cases["guard:submitted_once"].passed and cases["field:name"].actual == forged
+    assert 0 < verdict.score < 1
+
+
+def test_a_flood_of_events_is_capped_and_scores_0(gym):
+    """Events beyond the recorder's cap (here posted by the browser's own user, as a runaway or subverted
+    page would) are refused and counted; the count fails the guard."""
+    flood = ("import json, urllib.request\n"
+             "from concurrent.futures import ThreadPoolExecutor\n"
+             "def post(n):\n"
+             "    urllib.request.urlopen(urllib.request.Request('http://127.0.0.1:8000/event', data=json.dumps("
+             "{'type': 'noise', 'n': n}).encode(), headers={'Content-Type': 'application/json'}))\n"
+             "with ThreadPoolExecutor(16) as pool:\n"
+             "    list(pool.map(post, range(2050)))\n")
+    with gym.session("todo_list", 1) as session:
+        session.start()
+        done = subprocess.run(["docker", "exec", "-u", "10011:10011", session._desktop.box.container, "python3", "-c",
+                               flood], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-500:]
+        for action in action_sequences(load_environment("todo_list"), "reference")[1][:-1]:
+            session.step(action)
+        verdict = session.score()
+    cases = {case.id: case for case in verdict.cases}
+    assert verdict.score == 0.0 and cases["guard:nothing_refused"].actual["too_many"] > 0
+
+
+def _replay(gym, name, variant, actions):
+    with gym.session(name, variant) as session:
+        session.start()
+        for action in actions:
+            if session.step(action).done:
+                break
+        return session.score()
