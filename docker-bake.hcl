@@ -42,7 +42,7 @@ group "default" {
 
 # Desktop environments (computer use): their apps on top of the desktop image. Part of "environments".
 group "desktops" {
-  targets = ["signup_form", "todo_list"]
+  targets = ["expense_sheet", "settings_tabs", "signup_form", "todo_list"]
 }
 
 # Generic images per language runtime: they judge tests that travel with a dataset's rows (deepgym/rows.py).
@@ -55,6 +55,7 @@ group "environments" {
     "coin_change",
     "count_islands",
     "edit_distance",
+    "expense_sheet",
     "interval_scheduling",
     "knapsack_01",
     "longest_increasing_subsequence",
@@ -71,6 +72,7 @@ group "environments" {
     "prog_shortest_grid_path",
     "shell_find_largest",
     "shell_organise_files",
+    "settings_tabs",
     "shell_repair_script",
     "shortest_path",
     "signup_form",
@@ -311,4 +313,18 @@ target "todo_list" {
   context  = "environments/todo_list"
   tags     = [image("todo_list")]
   labels   = environment_labels("todo_list")
+}
+
+target "settings_tabs" {
+  inherits = ["_desktop"]
+  context  = "environments/settings_tabs"
+  tags     = [image("settings_tabs")]
+  labels   = environment_labels("settings_tabs")
+}
+
+target "expense_sheet" {
+  inherits = ["_desktop"]
+  context  = "environments/expense_sheet"
+  tags     = [image("expense_sheet")]
+  labels   = environment_labels("expense_sheet")
 }

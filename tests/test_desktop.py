@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -16,11 +17,12 @@ from deepgym.session import action_sequences
 
 pytestmark = [pytest.mark.docker, pytest.mark.desktop]
 DESKTOPS = ["signup_form", "todo_list"]
+OTHERS = ["settings_tabs", "expense_sheet"]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def images():
-    build(DESKTOPS)
+    build(DESKTOPS + OTHERS)
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,20 @@ def test_every_desktop_environment_passes_check(gym):
     for row in rows:
         assert len(row.reference) == 8 and len(row.wrong) == 16
         assert all(0 <= outcome.score < 1 for outcome in row.wrong.values())
+
+
+@pytest.mark.parametrize("name", OTHERS)
+def test_the_other_apps_score_their_references_1_and_their_wrong_sequences_below(gym, name):
+    """The full check of these (3 reruns of every variant's reference) is `deepgym check`; here every variant's
+    reference once and the known-wrong sequences of one variant, to keep CI short."""
+    env = load_environment(name)
+    references = action_sequences(env, "reference")
+    with ThreadPoolExecutor(3) as pool:
+        scores = list(pool.map(lambda variant: _replay(gym, name, variant, references[variant]).score, range(8)))
+        wrong = [sequences for stem, sequences in ((s, action_sequences(env, s)) for s in env.solutions())
+                 if stem.startswith("wrong_")]
+        wrong_scores = list(pool.map(lambda sequences: _replay(gym, name, 5, sequences[5]).score, wrong))
+    assert scores == [1.0] * 8 and len(wrong_scores) == 2 and all(score < 1 for score in wrong_scores)
 
 
 def test_an_episode_sees_png_screens_and_settle_times(gym):

@@ -110,7 +110,8 @@ def test_every_environment_is_complete(name):
     assert len([s for s in solutions if s.startswith("wrong_")]) >= 2, f"{name} needs two known-wrong solutions"
     assert env.prompt.strip()
     dockerfile = (env.path / "Dockerfile").read_text()
-    assert dockerfile.startswith("FROM base"), "environment images build on the base target"
+    base = "desktop" if env.kind == "desktop" else "base"
+    assert dockerfile.startswith(f"FROM {base}\n"), f"{env.kind} environment images build on the {base} target"
     assert "solutions" not in dockerfile, "solutions stay outside the image"
 
 
