@@ -200,6 +200,7 @@ class Prewarm:
         self.lock = threading.Lock()
         self.closed = False
         self.filling: set[str] = set()
+        self.fillers: list[threading.Thread] = []
 
     def take(self, spec: SandboxSpec, screen: tuple[int, int]) -> Desktop | None:
         key = repr((spec, screen))
@@ -241,11 +242,20 @@ class Prewarm:
                 with self.lock:
                     self.filling.discard(key)
 
-        threading.Thread(target=fill, daemon=True, name="deepgym-desktop-prewarm").start()
+        filler = threading.Thread(target=fill, daemon=True, name="deepgym-desktop-prewarm")
+        with self.lock:
+            self.fillers = [thread for thread in self.fillers if thread.is_alive()] + [filler]
+        filler.start()
 
     def close(self) -> None:
+        """Remove the ready containers, after waiting for the ones being made (so none is left behind by a
+        launch that finishes after its provider closed)."""
         with self.lock:
             self.closed = True
+            fillers = list(self.fillers)
+        for thread in fillers:
+            thread.join(READY_S + 10)
+        with self.lock:
             left = [desktop for queue in self.ready.values() for desktop in queue]
             self.ready.clear()
         for desktop in left:
@@ -264,6 +274,7 @@ def pool(provider: DockerProvider) -> Prewarm | None:
     with _pools_lock:
         if provider not in _pools:
             _pools[provider] = Prewarm(provider, size)
+            provider.on_close.append(_pools[provider].close)
         return _pools[provider]
 
 

@@ -35,7 +35,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +230,8 @@ class DockerProvider(Provider):
         self._pool = max_parallel + 4 + (REFILLERS if size else 0)
         self._api: docker.APIClient | None = None
         self._lock = threading.Lock()
+        self.on_close: list[Callable[[], None]] = []
+        """Called first by :meth:`close`: pools of other kinds (deepgym.desktop's) empty themselves there."""
 
     def api(self) -> docker.APIClient:
         """The engine's API client, created on first use and again after a failure (the engine may return)."""
@@ -375,6 +377,8 @@ class DockerProvider(Provider):
 
     def close(self) -> None:
         """Remove this run's containers still alive (prewarmed ones too) and close the connection."""
+        for hook in self.on_close:
+            hook()
         if self.prewarm is not None:
             self.prewarm.close()
         if self._api is None:
