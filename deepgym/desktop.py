@@ -146,10 +146,12 @@ class Desktop:
         self.made = time.monotonic()
 
     def alive(self) -> bool:
-        """Whether the supervisor still waits (nothing arrived on its stream, and it has not ended)."""
+        """Whether the supervisor still waits: nothing arrived on its stream since ``ready`` (a line, or the
+        end of the stream, means it said or suffered something while it waited)."""
         try:
             self.box.sock.settimeout(0)
-            return not self.box.sock.recv(1, socket.MSG_PEEK)
+            self.box.sock.recv(1, socket.MSG_PEEK)
+            return False
         except BlockingIOError:
             return True
         except OSError:

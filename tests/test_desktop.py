@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -217,3 +218,25 @@ def _replay(gym, name, variant, actions):
             if session.step(action).done:
                 break
         return session.score()
+
+
+def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
+    """The pool's container killed while it waits: the next episode gets a fresh one and scores normally."""
+    from deepgym.desktop import pool
+
+    with gym.session("todo_list", 4) as session:  # makes the pool start a ready one behind it
+        session.start()
+    ready = pool(gym.provider)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(ready.ready.values()):
+        time.sleep(0.1)
+    waiting = [desktop for queue in ready.ready.values() for desktop in queue]
+    assert waiting, "the pool made no container"
+    subprocess.run(["docker", "kill", waiting[0].box.container], capture_output=True, timeout=60)
+    reference = action_sequences(load_environment("todo_list"), "reference")[4]
+    with gym.session("todo_list", 4) as session:
+        session.start()
+        assert session.timings["prewarmed"] == 0.0
+        for action in reference:
+            session.step(action)
+        assert session.score().score == 1.0
