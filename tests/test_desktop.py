@@ -192,12 +192,18 @@ def test_forged_state_typed_into_the_app_is_only_text(gym):
 def test_a_flood_of_events_is_capped_and_scores_0(gym):
     """Events beyond the recorder's cap (here posted by the browser's own user, as a runaway or subverted
     page would) are refused and counted; the count fails the guard."""
-    flood = ("import json, urllib.request\n"
+    flood = ("import json, time, urllib.request\n"
              "from concurrent.futures import ThreadPoolExecutor\n"
              "def post(n):\n"
-             "    urllib.request.urlopen(urllib.request.Request('http://127.0.0.1:8000/event', data=json.dumps("
-             "{'type': 'noise', 'n': n}).encode(), headers={'Content-Type': 'application/json'}))\n"
-             "with ThreadPoolExecutor(16) as pool:\n"
+             "    for attempt in range(50):\n"
+             "        try:\n"
+             "            return urllib.request.urlopen(urllib.request.Request('http://127.0.0.1:8000/event', "
+             "data=json.dumps({'type': 'noise', 'n': n}).encode(), headers={'Content-Type': 'application/json'}))"
+             ".close()\n"
+             "        except OSError:\n"  # a busy host may reset a connection: try that event again
+             "            time.sleep(0.2)\n"
+             "    raise SystemExit(f'event {n} never got through')\n"
+             "with ThreadPoolExecutor(2) as pool:\n"
              "    list(pool.map(post, range(2050)))\n")
     with gym.session("todo_list", 1) as session:
         session.start()

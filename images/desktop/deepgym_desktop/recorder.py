@@ -70,13 +70,15 @@ class Log:
             return {"events": list(self.events), "refused": dict(self.refused), "config_served": self.config_served}
 
 
-def socket_uid(port: int) -> int | None:
-    """The owner of the TCP socket bound to 127.0.0.1:``port`` (the client's end of a connection)."""
-    wanted = f"0100007F:{port:04X}"
+def socket_uid(port: int, server_port: int) -> int | None:
+    """The owner of the client's end of a connection from 127.0.0.1:``port`` to this server: the established
+    socket with that local and remote address (an old connection from the same port, in TIME_WAIT, belongs to
+    no one and is skipped)."""
+    local, remote = f"0100007F:{port:04X}", f"0100007F:{server_port:04X}"
     with open("/proc/net/tcp") as table:
         for line in table.readlines()[1:]:
             fields = line.split()
-            if fields[1] == wanted:
+            if fields[1] == local and fields[2] == remote and fields[3] == "01":
                 return int(fields[7])
     return None
 
@@ -120,7 +122,7 @@ def handler(log: Log):
         def do_POST(self) -> None:
             if self.path != "/event":
                 return self._json(404, {"error": "not found"})
-            if socket_uid(self.client_address[1]) != log.browser_uid:
+            if socket_uid(self.client_address[1], self.server.server_address[1]) != log.browser_uid:
                 log.refuse("foreign")
                 return self._json(403, {"error": "not the browser"})
             try:
