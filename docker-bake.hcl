@@ -40,6 +40,11 @@ group "default" {
   targets = ["base", "environments", "runtimes"]
 }
 
+# Desktop environments (computer use): their apps on top of the desktop image. Part of "environments".
+group "desktops" {
+  targets = ["expense_sheet", "settings_tabs", "signup_form", "todo_list"]
+}
+
 # Generic images per language runtime: they judge tests that travel with a dataset's rows (deepgym/rows.py).
 group "runtimes" {
   targets = ["row_python"]
@@ -50,6 +55,7 @@ group "environments" {
     "coin_change",
     "count_islands",
     "edit_distance",
+    "expense_sheet",
     "interval_scheduling",
     "knapsack_01",
     "longest_increasing_subsequence",
@@ -67,8 +73,11 @@ group "environments" {
     "shell_find_largest",
     "shell_fix_config",
     "shell_organise_files",
+    "settings_tabs",
     "shell_repair_script",
     "shortest_path",
+    "signup_form",
+    "todo_list",
     "topological_sort",
     "two_sum",
     "valid_sudoku",
@@ -91,6 +100,19 @@ target "registry" {
   context  = "images/registry"
   tags     = [image("registry")]
   labels   = { "org.deepgym.content-hash" = lookup(jsondecode(CONTENT_HASHES), "registry", "unknown") }
+}
+
+# The base of desktop environments: Xvfb, chromium under policy, the action daemon and the state recorder
+# (images/desktop). Built when a desktop environment is.
+target "desktop" {
+  contexts = { base = "target:base" }
+  context  = "images/desktop"
+  tags     = [image("desktop")]
+}
+
+# Every desktop environment starts from the desktop target through the named context "desktop".
+target "_desktop" {
+  contexts = { desktop = "target:desktop" }
 }
 
 # Every environment image starts from the base target through the named context "base".
@@ -285,4 +307,32 @@ target "word_break" {
   context  = "environments/word_break"
   tags     = [image("word_break")]
   labels   = environment_labels("word_break")
+}
+
+target "signup_form" {
+  inherits = ["_desktop"]
+  context  = "environments/signup_form"
+  tags     = [image("signup_form")]
+  labels   = environment_labels("signup_form")
+}
+
+target "todo_list" {
+  inherits = ["_desktop"]
+  context  = "environments/todo_list"
+  tags     = [image("todo_list")]
+  labels   = environment_labels("todo_list")
+}
+
+target "settings_tabs" {
+  inherits = ["_desktop"]
+  context  = "environments/settings_tabs"
+  tags     = [image("settings_tabs")]
+  labels   = environment_labels("settings_tabs")
+}
+
+target "expense_sheet" {
+  inherits = ["_desktop"]
+  context  = "environments/expense_sheet"
+  tags     = [image("expense_sheet")]
+  labels   = environment_labels("expense_sheet")
 }

@@ -11,7 +11,8 @@ For every environment, against its real image:
 
 A ``session`` environment replays action sequences instead (``solutions/*.json``, one list per variant), every
 variant: the reference scores 1.0, every ``wrong_*`` sequence below 1.0, an episode with no action and one
-that only looks around (``ls -la``) score 0.
+that only looks around (``ls -la``) score 0. A ``desktop`` environment does the same with ``computer``
+actions; looking around is two screenshots.
 
 Any run without a verdict fails the check: an image that cannot judge its own reference is broken.
 """
@@ -26,6 +27,9 @@ from .environments import Environment, load_environment
 from .session import action_sequences, replay
 
 LOOK_ONLY = ["ls -la"]
+# A desktop episode that only looks: two screenshots.
+LOOK_ONLY_DESKTOP = [{"action_type": "screenshot"}, {"action_type": "screenshot"}]
+EPISODE_KINDS = ("session", "desktop")
 
 MAX_CPU_SHARE = 0.5
 
@@ -51,7 +55,7 @@ class CheckRow:
         which case_cpu_s bounds stage by stage."""
         worst = 0.0
         for outcome in self.reference:
-            if outcome.has_verdict and self.env.kind != "session":
+            if outcome.has_verdict and self.env.kind not in EPISODE_KINDS:
                 if self.env.kind == "patch":
                     worst = max(worst, outcome.timings.get("submission_cpu_s", 0.0))
                 else:
@@ -93,7 +97,7 @@ def check(names: list[str], gym: DeepGym, *, reruns: int = 3) -> list[CheckRow]:
     rows = [CheckRow(load_environment(name)) for name in names]
     jobs = []
     for row in rows:
-        if row.env.kind == "session":
+        if row.env.kind in EPISODE_KINDS:
             jobs += _session_jobs(row, gym, reruns)
             continue
         solutions = row.env.solutions()
@@ -117,7 +121,7 @@ def check(names: list[str], gym: DeepGym, *, reruns: int = 3) -> list[CheckRow]:
             row.reference.append(outcome)
         elif role.startswith("wrong:"):
             row.wrong[role[6:]] = outcome
-        elif row.env.kind == "session":
+        elif row.env.kind in EPISODE_KINDS:
             # The worst of the variants counts: every one must score 0.
             kept = getattr(row, role)
             if kept is None or not outcome.has_verdict or (kept.has_verdict and outcome.score > kept.score):
@@ -155,9 +159,10 @@ def _session_jobs(row: CheckRow, gym: DeepGym, reruns: int) -> list:
                 jobs += [(row, "reference", episode)] * reruns
             else:
                 jobs.append((row, f"wrong:{name}@{variant}", episode))
+    look = LOOK_ONLY_DESKTOP if row.env.kind == "desktop" else LOOK_ONLY
     for variant in range(row.env.variants):
         jobs += [(row, "empty", _episode(gym, row.env, [], variant)),
-                 (row, "stub", _episode(gym, row.env, LOOK_ONLY, variant))]
+                 (row, "stub", _episode(gym, row.env, look, variant))]
     return jobs
 
 
@@ -198,7 +203,7 @@ def table(rows: list[CheckRow]) -> str:
             " ".join(_describe(o).split(" ")[0] for o in row.reference) or "-",
             f"{sum(1 for s in wrong_scores if s is not None and s < 1)}/{len(wrong_scores)} fail",
             _describe(row.empty).split(" ")[0], _describe(row.stub).split(" ")[0],
-            "-" if row.env.kind == "session" else f"{slowest:.3f}s/{limit:g}s",
+            "-" if row.env.kind in EPISODE_KINDS else f"{slowest:.3f}s/{limit:g}s",
             f"{limit / slowest:.0f}x" if slowest else "-",
             "ok" if row.ok else "FAIL",
         ])

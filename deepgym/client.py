@@ -213,9 +213,14 @@ class DeepGym:
 
     def session(self, env: str | Environment, variant: int = 0):
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager
-        returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``)."""
+        returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``); for a
+        ``desktop`` environment, a :class:`deepgym.desktop.DesktopSession` with the same interface."""
         from .session import Session
 
+        if load_environment(env).kind == "desktop":
+            from .desktop import DesktopSession
+
+            return DesktopSession(self, env, variant)
         return Session(self, env, variant)
 
     def close(self) -> None:

@@ -13,6 +13,9 @@ What ``tests/`` holds depends on the kind (the image copies it to /opt/deepgym/e
 - ``session``: ``verify.py`` and ``session.json`` (deepgym/runner/session.py); the folder ``start/<variant>/``
   beside ``tests/`` holds each variant's starting workspace, and ``solutions/`` holds JSON lists of shell
   actions (docs/sessions.md)
+- ``desktop``: ``verify.py`` (scores the state recorder's log); the folder ``app/`` beside ``tests/`` holds the
+  web app with ``variants.json`` (each variant's parameters), and ``solutions/`` holds JSON lists of
+  ``computer`` actions (docs/desktop.md)
 
 Manifest keys (unknown keys are an error):
 
@@ -22,7 +25,8 @@ key            required  meaning
 id             yes       the environment's name; must equal the folder's name
 kind           yes       ``function`` (implement a named Python function), ``program`` (a whole program
                          reading stdin), ``patch`` (a unified diff to a baked repository) or ``session``
-                         (a multi-turn shell episode in one container)
+                         (a multi-turn shell episode in one container) or ``desktop`` (an episode of
+                         ``computer`` actions on a web app in a browser)
 prompt         yes       file with the task text shown to the model, relative to the folder
 entry_point    function  the function the hidden tests call (function tasks only)
 title          no        one line for listings
@@ -31,11 +35,12 @@ scoring        no        ``all_or_nothing`` (default) or ``partial`` (fraction o
 limits         no        any of the :class:`~deepgym.runner.protocol.Limits` fields, each within range
 tags           no        list of strings
 variants       no        how many seeded variants ``cases(variant)`` knows (default 1); pick one per call
-session        no        session environments only: any of the :class:`SessionLimits` fields
+session        no        session and desktop environments only: any of the :class:`SessionLimits` fields
 isolation      no        ``container`` (default: a fresh container per sample) or ``process`` (warm
                          containers, one fresh uid per sample; docs/warm.md); not for sessions
 services       no        session environments only: a list of :class:`ServiceSpec` mappings, the services
                          the agent starts by name and the final verification checks (docs/sessions.md)
+screen         no        desktop environments only: ``{width, height}`` in pixels (default 1024x768)
 =============  ========  ==============================================================================
 """
 
@@ -56,9 +61,12 @@ from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
 _KEYS = {"id", "kind", "prompt", "entry_point", "title", "difficulty", "scoring", "limits", "tags", "variants",
-         "session", "isolation", "services"}
+         "session", "isolation", "services", "screen"}
 ISOLATIONS = ("container", "process")
 SESSION_FILES = ("verify.py", "session.json")
+DESKTOP_FILES = ("verify.py",)
+DEFAULT_SCREEN = (1024, 768)
+SCREEN_RANGES = {"width": (320, 3840), "height": (240, 2160)}
 # (minimum, maximum) for every limit: a typo such as 5000 seconds is refused rather than trusted.
 LIMIT_RANGES: dict[str, tuple[float, float]] = {
     "case_cpu_s": (0.05, 600), "total_cpu_s": (0.1, 3600), "memory_mb": (32, 65536), "pids": (4, 4096),
@@ -178,11 +186,13 @@ class Environment:
     tags: tuple[str, ...] = ()
     variants: int = 1
     session: SessionLimits | None = None
-    """The episode's budgets; set exactly for ``session`` environments."""
+    """The episode's budgets; set exactly for ``session`` and ``desktop`` environments."""
     isolation: str = "container"
     """How its samples are isolated unless a call says otherwise (docs/warm.md)."""
     services: tuple[ServiceSpec, ...] = ()
     """The services a session's agent starts and the final verification checks."""
+    screen: tuple[int, int] | None = None
+    """(width, height) of a ``desktop`` environment's display; None for every other kind."""
 
     @property
     def image(self) -> str:
@@ -249,6 +259,21 @@ def _session(path: Path, raw: Any) -> SessionLimits:
     return SessionLimits(**values)
 
 
+def _screen(path: Path, raw: Any) -> tuple[int, int]:
+    if raw is None:
+        return DEFAULT_SCREEN
+    if not isinstance(raw, dict) or set(raw) - set(SCREEN_RANGES):
+        raise _fail(path, "screen", f"must be a mapping of width and height, got {raw!r}", "write screen: "
+                    "{width: 1024, height: 768}")
+    size = {**dict(zip(SCREEN_RANGES, DEFAULT_SCREEN)), **raw}
+    for key, (low, high) in SCREEN_RANGES.items():
+        value = size[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise _fail(path, f"screen.{key}", f"{value!r} is not a whole number of pixels in range",
+                        f"give a value between {low} and {high}")
+    return size["width"], size["height"]
+
+
 def parse_manifest(path: Path) -> Environment:
     """Load and validate one ``manifest.yaml``. Raises ManifestError naming the file, key and fix."""
     folder = path.parent
@@ -301,10 +326,10 @@ def parse_manifest(path: Path) -> Environment:
     isolation = data.get("isolation", "container")
     if isolation not in ISOLATIONS:
         raise _fail(path, "isolation", f"{isolation!r} is not a known isolation", f"use one of {', '.join(ISOLATIONS)}")
-    if data["kind"] == "session" and isolation != "container":
-        raise _fail(path, "isolation", "a session's episode has a container of its own", "remove the key")
+    if data["kind"] in ("session", "desktop") and isolation != "container":
+        raise _fail(path, "isolation", f"a {data['kind']} episode has a container of its own", "remove the key")
     session = None
-    if data["kind"] == "session":
+    if data["kind"] in ("session", "desktop"):
         session = _session(path, data.get("session"))
     elif "session" in data:
         raise _fail(path, "session", f"{data['kind']} tasks have no session budgets", "remove the key")
@@ -313,8 +338,13 @@ def parse_manifest(path: Path) -> Environment:
         if data["kind"] != "session":
             raise _fail(path, "services", f"{data['kind']} tasks have no services", "remove the key")
         services = _services(path, data["services"])
-    required_files = SESSION_FILES if data["kind"] == "session" else REQUIRED_FILES[data["kind"]]
+    screen = _screen(path, data.get("screen")) if data["kind"] == "desktop" else None
+    if screen is None and "screen" in data:
+        raise _fail(path, "screen", f"{data['kind']} tasks have no screen", "remove the key")
+    required_files = {"session": SESSION_FILES, "desktop": DESKTOP_FILES}.get(data["kind"]) \
+        or REQUIRED_FILES[data["kind"]]
     starts = [f"start/{variant}" for variant in range(variants)] if data["kind"] == "session" else []
+    starts += ["app/index.html", "app/variants.json"] if data["kind"] == "desktop" else []
     for required in ("Dockerfile", "tests", *(f"tests/{name}" for name in required_files), *starts):
         if not (folder / required).exists():
             raise _fail(path, "(folder)", f"{folder / required} does not exist",
@@ -322,7 +352,7 @@ def parse_manifest(path: Path) -> Environment:
     return Environment(id=env_id, kind=data["kind"], prompt=prompt_file.read_text(), path=folder,
                        entry_point=entry_point, title=str(data.get("title", "")), difficulty=difficulty,
                        scoring=scoring, limits=limits, tags=tuple(tags), variants=variants, session=session,
-                       isolation=isolation, services=services)
+                       isolation=isolation, services=services, screen=screen)
 
 
 def _manifests() -> dict[str, Path]:

@@ -30,6 +30,8 @@ BASE_HASH_LABEL = "org.deepgym.base.content-hash"
 DEFAULT_DEBIAN_IMAGE = "debian:bookworm-slim"
 BOOTSTRAP_DEBIAN_IMAGE = "deepgym/debian-bootstrap:bookworm"
 BASE = "base"
+# The image desktop environments are built on (images/desktop, bake target "desktop"), itself on the base.
+DESKTOP = "desktop"
 # Images of the tests' own services, built from images/<name> on top of the base (docker-bake.hcl's targets
 # outside group "default"); `build` takes their names like an environment's.
 SERVICE_IMAGES = ("registry",)
@@ -52,7 +54,7 @@ def _folder_digest(digest: hashlib._Hash, root: Path, folder: Path) -> None:
 @lru_cache(maxsize=None)
 def content_hash(name: str) -> str:
     """sha256 (first 16 hex digits) of the files the image ``name`` (an environment, ``base`` or a service image)
-    is built from. Cached per process. It is also the tag ``deepgym images push`` gives the image."""
+    is built from (a desktop environment's include images/desktop). Cached per process. It is also the tag ``deepgym images push`` gives the image."""
     root = bundle_root()
     digest = hashlib.sha256()
     _folder_digest(digest, root, root / "images" / "base")
@@ -60,8 +62,10 @@ def content_hash(name: str) -> str:
     if name in SERVICE_IMAGES or name in RUNTIME_IMAGES:
         _folder_digest(digest, root, root / "images" / name)
     elif name != BASE:
-        folder = load_environment(name).path
-        _folder_digest(digest, folder.parent, folder)
+        env = load_environment(name)
+        if env.kind == "desktop":
+            _folder_digest(digest, root, root / "images" / DESKTOP)
+        _folder_digest(digest, env.path.parent, env.path)
     return digest.hexdigest()[:16]
 
 
@@ -144,7 +148,8 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
             from .scaffold import bake_target
 
             extra_file = Path(scratch, "environments.hcl")
-            extra_file.write_text("".join(bake_target(name, str(load_environment(name).path)) for name in extra))
+            extra_file.write_text("".join(bake_target(name, str(load_environment(name).path), load_environment(name).kind)
+                                          for name in extra))
             command += ["--file", str(extra_file)]
         log.flush()
         if subprocess.run([*command, BASE, *todo], cwd=root, env=env, stdout=log, stderr=log).returncode != 0:

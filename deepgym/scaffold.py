@@ -21,22 +21,30 @@ from .runner.protocol import ENVIRONMENT_KINDS
 PLACEHOLDER = "{{name}}"
 
 
-def bake_target(name: str, context: str) -> str:
-    """The docker-bake.hcl target block of an environment."""
-    return (f'\ntarget "{name}" {{\n  inherits = ["_environment"]\n  context  = "{context}"\n'
+def bake_target(name: str, context: str, kind: str = "function") -> str:
+    """The docker-bake.hcl target block of an environment (a desktop one builds on the desktop image)."""
+    inherits = "_desktop" if kind == "desktop" else "_environment"
+    return (f'\ntarget "{name}" {{\n  inherits = ["{inherits}"]\n  context  = "{context}"\n'
             f'  tags     = [image("{name}")]\n  labels   = environment_labels("{name}")\n}}\n')
 
 
-def _add_to_bake_file(name: str) -> Path:
-    bake = bundle_root() / "docker-bake.hcl"
-    text = bake.read_text()
-    group = re.search(r'(group "environments" \{\s*targets = \[)([^\]]*)(\])', text)
+def _add_to_group(text: str, group_name: str, name: str) -> str | None:
+    group = re.search(r'(group "%s" \{\s*targets = \[)([^\]]*)(\])' % group_name, text)
     if group is None:
-        raise DeepGymError(f"{bake} has no group \"environments\"; add the target for {name} by hand")
+        return None
     names = sorted({*re.findall(r'"([a-z0-9_]+)"', group[2]), name})
     listed = "\n" + "".join(f'    "{n}",\n' for n in names) + "  "
-    text = text[:group.start(2)] + listed + text[group.end(2):]
-    bake.write_text(text.rstrip("\n") + "\n" + bake_target(name, f"environments/{name}"))
+    return text[:group.start(2)] + listed + text[group.end(2):]
+
+
+def _add_to_bake_file(name: str, kind: str) -> Path:
+    bake = bundle_root() / "docker-bake.hcl"
+    text = _add_to_group(bake.read_text(), "environments", name)
+    if text is None:
+        raise DeepGymError(f"{bake} has no group \"environments\"; add the target for {name} by hand")
+    if kind == "desktop":
+        text = _add_to_group(text, "desktops", name) or text
+    bake.write_text(text.rstrip("\n") + "\n" + bake_target(name, f"environments/{name}", kind))
     return bake
 
 
@@ -67,5 +75,5 @@ def new_environment(name: str, kind: str, directory: Path | None = None) -> Path
     if generator.exists():
         subprocess.run([sys.executable, str(generator)], check=True)
     if in_bundle:
-        _add_to_bake_file(name)
+        _add_to_bake_file(name, kind)
     return target

@@ -10,7 +10,7 @@ import pytest
 
 from deepgym.environments import LIMIT_RANGES, list_environments, load_environment
 from deepgym.errors import EnvironmentNotFoundError, ManifestError
-from deepgym.images import RUNTIME_IMAGES, SERVICE_IMAGES
+from deepgym.images import DESKTOP, RUNTIME_IMAGES, SERVICE_IMAGES
 from deepgym.runner.protocol import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,13 +111,15 @@ def test_every_environment_is_complete(name):
     assert len([s for s in solutions if s.startswith("wrong_")]) >= 2, f"{name} needs two known-wrong solutions"
     assert env.prompt.strip()
     dockerfile = (env.path / "Dockerfile").read_text()
-    assert dockerfile.startswith("FROM base"), "environment images build on the base target"
+    base = "desktop" if env.kind == "desktop" else "base"
+    assert dockerfile.startswith(f"FROM {base}\n"), f"{env.kind} environment images build on the {base} target"
     assert "solutions" not in dockerfile, "solutions stay outside the image"
 
 
 def test_bake_file_has_one_target_per_environment():
     bake = (ROOT / "docker-bake.hcl").read_text()
-    targets = set(re.findall(r'^target "([a-z][a-z0-9_]*)"', bake, re.M)) - {"base", *SERVICE_IMAGES, *RUNTIME_IMAGES}
+    targets = set(re.findall(r'^target "([a-z][a-z0-9_]*)"', bake, re.M)) - {"base", DESKTOP, *SERVICE_IMAGES,
+                                                                              *RUNTIME_IMAGES}
     group = re.search(r'group "environments" \{\s*targets = \[([^\]]*)\]', bake).group(1)
     listed = set(re.findall(r'"([a-z0-9_]+)"', group))
     environments = set(list_environments())
@@ -126,6 +128,10 @@ def test_bake_file_has_one_target_per_environment():
     for name in environments:
         block = re.search(r'target "%s" \{(.*?)\n\}' % name, bake, re.S).group(1)
         assert f'context  = "environments/{name}"' in block and f'environment_labels("{name}")' in block
+        desktop = load_environment(name).kind == "desktop"
+        assert ('inherits = ["_desktop"]' in block) == desktop, f"{name}: a desktop environment builds on _desktop"
+    desktops = set(re.findall(r'"([a-z0-9_]+)"', re.search(r'group "desktops" \{\s*targets = \[([^\]]*)\]', bake)[1]))
+    assert desktops == {name for name in environments if load_environment(name).kind == "desktop"}
 
 
 def test_bake_file_has_a_target_per_runtime_image():

@@ -19,7 +19,7 @@ def outside(tmp_path, monkeypatch):
 
 @pytest.mark.docker
 def test_templates_pass_check_as_generated(outside, gym):
-    names = [f"scaffold_{kind}" for kind in ("function", "program", "patch", "session")]
+    names = [f"scaffold_{kind}" for kind in ("function", "program", "patch", "session", "desktop")]
     for name in names:
         folder = new_environment(name, name.split("_")[1], outside)
         assert (folder / "manifest.yaml").read_text().startswith(f"id: {name}\n")

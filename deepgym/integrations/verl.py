@@ -60,6 +60,8 @@ AGENT_LOOP_NAME = "deepgym_single_turn"
 # The multi-turn loop for session environments (deepgym.integrations.verl_tool) and its tool's default name.
 SESSION_AGENT_NAME = "deepgym_agent"
 SESSION_TOOL_NAME = "shell"
+# The session tool's name for desktop environments: the ``computer`` action set (deepgym.runner.computer).
+COMPUTER_TOOL_NAME = "computer"
 
 
 def agent_loop_config_path() -> str:
@@ -72,6 +74,11 @@ def session_tool_config_path() -> str:
     """Absolute path of the session tool's YAML shipped in the package, for
     ``actor_rollout_ref.rollout.multi_turn.tool_config_path``."""
     return str(Path(__file__).resolve().with_name("session_tool.yaml"))
+
+
+def computer_tool_config_path() -> str:
+    """Absolute path of the packaged tool YAML for desktop environments (the ``computer`` action set)."""
+    return str(Path(__file__).resolve().with_name("computer_tool.yaml"))
 
 
 _REWARD_ADVICE = (
@@ -217,10 +224,15 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
                     "reward_model": {"style": "rule", "ground_truth": ""},
                     "extra_info": {"split": split, "index": len(rows), "environment": env.id, "variant": int(var)},
                 }
-                if env.kind == "session":  # a multi-turn episode: the tool starts it with these settings
+                if env.kind in ("session", "desktop"):  # a multi-turn episode: the tool starts it with these settings
+                    tool = COMPUTER_TOOL_NAME if env.kind == "desktop" else SESSION_TOOL_NAME
                     row["agent_name"] = SESSION_AGENT_NAME
                     row["extra_info"]["tools_kwargs"] = {
-                        SESSION_TOOL_NAME: {"create_kwargs": {"environment": env.id, "variant": int(var)}}}
+                        tool: {"create_kwargs": {"environment": env.id, "variant": int(var)}}}
+                if env.kind == "desktop":  # the variant's parameters are in its prompt
+                    from ..desktop import task_text
+
+                    row["prompt"] = [{"role": "user", "content": task_text(env, int(var))}]
                 elif agent_name is not None:
                     row["agent_name"] = agent_name
                 rows.append(row)

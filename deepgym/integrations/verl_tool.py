@@ -95,7 +95,7 @@ class Episode:
             limits = dataclasses.replace(env.session, output_chars=min(env.session.output_chars, self.max_output_chars))
             env = dataclasses.replace(env, session=limits)
         client = dgverl.get_client(self.mode, allow_local=True if self.mode == "local" and self.allow_local else None)
-        self.session = client.asession(env, variant)
+        self.session = client.asession(env, variant)  # over a DesktopSession for a desktop env
         return await self.session.start()
 
     async def finish(self) -> Verdict | NoVerdictError:
@@ -149,6 +149,10 @@ class DeepGymSessionTool(BaseTool):
         super().__init__(config, tool_schema)
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
+        if self.environment and dgverl.get_environment(self.environment).kind == "desktop":
+            from ..desktop import computer_schema
+
+            return OpenAIFunctionToolSchema.model_validate(computer_schema())
         return OpenAIFunctionToolSchema.model_validate({
             "type": "function",
             "function": {
@@ -201,13 +205,14 @@ class DeepGymSessionTool(BaseTool):
                 return STOPPED, []
             shown.append(first.text)
             images += _png_images(first)
-        step = await episode.session.step(command)
+        # A desktop episode's action is the whole call (action_type, x, y, ...); a shell episode's, its command.
+        step = await episode.session.step(parameters if episode.session.session.env.kind == "desktop" else command)
         outcome = episode.session.outcome
         if outcome is not None and not outcome.has_verdict:
             episode.failure = outcome
             return STOPPED, []
         shown.append(step.observation.text)
-        images += _png_images(step.observation)
+        images = _png_images(step.observation) or images  # the latest screen only
         text = "\n\n".join(shown)
         return (cut_output(text, episode.max_output_chars) if episode.max_output_chars else text), images
 

@@ -35,7 +35,7 @@ from typing import Any
 MARKER = "@@deepgym"
 KINDS = ("function", "program", "patch")
 # Every kind of environment: the runner's judged kinds, and multi-turn sessions (deepgym/runner/session.py).
-ENVIRONMENT_KINDS = (*KINDS, "session")
+ENVIRONMENT_KINDS = (*KINDS, "session", "desktop")
 # What each kind's hidden tests hold (an environment's tests/ folder, /opt/deepgym/env in the image).
 REQUIRED_FILES = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "hidden", "spec.json", "probes.json")}
 SCORINGS = ("all_or_nothing", "partial")

@@ -1,0 +1,197 @@
+"""The ``computer`` action set of desktop environments: the one place its fields, ranges and key names are
+checked, by the host before an action is sent and by the desktop image's supervisor again before it reaches
+the action daemon (standard library only: the base image carries this module as ``deepgym_runner.computer``).
+
+An action is a JSON object with ``action_type`` and the fields that type takes:
+
+=================  ===============================================================================
+action_type        fields
+=================  ===============================================================================
+``screenshot``     none: the screen as it is now
+``click``          ``x``, ``y`` (left button); also ``double_click``, ``right_click``
+``move``           ``x``, ``y``: move the pointer, press nothing
+``drag``           ``x``, ``y`` to ``to_x``, ``to_y`` with the left button held
+``type``           ``content``: printable ASCII, newlines and tabs, at most :data:`MAX_TYPE_CHARS`
+``key``            ``content``: one key or a combination joined by ``+`` (``ctrl+a``, ``Return``,
+                   ``shift+Tab``); combinations that are the browser's own shortcuts are refused
+``scroll``         ``amount`` wheel clicks (1 to :data:`MAX_SCROLL`), ``content`` ``up`` or ``down``
+                   (default ``down``), optionally at ``x``, ``y``
+``wait``           ``amount`` seconds (1 to :data:`MAX_WAIT_S`, default 1), then the screen
+``done``           none: the agent says it has finished; the episode ends
+=================  ===============================================================================
+
+:func:`parse_action` returns a :class:`Action` or the reason it is not one, as text for the agent: a bad
+action never ends the episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACTION_TYPES = ("screenshot", "click", "double_click", "right_click", "move", "drag", "type", "key", "scroll",
+                "wait", "done")
+FIELDS = ("x", "y", "to_x", "to_y", "content", "amount")
+POINTED = ("click", "double_click", "right_click", "move", "drag")
+MAX_TYPE_CHARS = 500
+MAX_SCROLL = 60
+MAX_WAIT_S = 10
+MAX_KEYS = 5
+MODIFIERS = {"ctrl": "Control_L", "control": "Control_L", "shift": "Shift_L", "alt": "Alt_L", "meta": "Meta_L",
+             "super": "Super_L", "cmd": "Super_L", "win": "Super_L"}
+# Named keys (lower case, with their common aliases) -> X keysym names. Single printable ASCII characters are
+# keys too (their keysym is their code point).
+NAMED_KEYS = {
+    "return": "Return", "enter": "Return", "tab": "Tab", "escape": "Escape", "esc": "Escape", "space": "space",
+    "backspace": "BackSpace", "delete": "Delete", "del": "Delete", "insert": "Insert", "home": "Home",
+    "end": "End", "pageup": "Prior", "page_up": "Prior", "pagedown": "Next", "page_down": "Next",
+    "up": "Up", "down": "Down", "left": "Left", "right": "Right", "arrowup": "Up", "arrowdown": "Down",
+    "arrowleft": "Left", "arrowright": "Right",
+}
+# The browser's own shortcuts (a new tab or window, history, downloads, the address bar, back, reload, the
+# task manager) would take the agent out of the app, and kiosk mode does not disable them all: so a
+# combination with ctrl may only edit text (select all, copy, cut, paste, undo, redo, move by word), alt,
+# meta and super take no part, and shift+Escape (the task manager) is refused. Function keys are not keys here.
+CTRL_ALLOWED = {"a", "c", "v", "x", "z", "y", "Left", "Right", "Up", "Down", "Home", "End", "BackSpace", "Delete"}
+BLOCKED_MODIFIERS = {"Alt_L", "Meta_L", "Super_L"}
+
+
+@dataclass(frozen=True)
+class Action:
+    """A checked action. ``keys`` are X keysym names (a ``key`` action's combination, modifiers first)."""
+
+    action_type: str
+    x: int | None = None
+    y: int | None = None
+    to_x: int | None = None
+    to_y: int | None = None
+    content: str | None = None
+    amount: int | None = None
+    keys: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"action_type": self.action_type, "x": self.x, "y": self.y, "to_x": self.to_x, "to_y": self.to_y,
+                "content": self.content, "amount": self.amount, "keys": list(self.keys)}
+
+
+def key_sequence(combo: str) -> tuple[str, ...] | str:
+    """The keysym names of ``combo`` (``ctrl+shift+t``), or why it is not a key combination."""
+    if combo in ("+", " "):
+        return ("plus",) if combo == "+" else ("space",)
+    parts = combo.split("+")
+    if len(parts) > MAX_KEYS or any(not part.strip() for part in parts):
+        return f"{combo!r} is not a key combination: write keys joined by '+', such as 'ctrl+a' (at most {MAX_KEYS})"
+    names = []
+    for index, raw in enumerate(parts):
+        part = raw.strip()
+        lower = part.lower()
+        if lower in MODIFIERS and (index < len(parts) - 1 or len(parts) == 1):
+            names.append(MODIFIERS[lower])
+        elif lower in NAMED_KEYS:
+            names.append(NAMED_KEYS[lower])
+        elif len(part) == 1 and 0x21 <= ord(part) <= 0x7e:
+            names.append(part)
+        else:
+            return (f"unknown key {part!r}; use a letter, digit or symbol, a modifier (ctrl, shift) or "
+                    f"one of {', '.join(sorted(set(NAMED_KEYS.values())))}")
+    return _allowed(combo, tuple(names))
+
+
+def _allowed(combo: str, names: tuple[str, ...]) -> tuple[str, ...] | str:
+    """``names`` if the combination only edits text in the app, else why it is refused (see CTRL_ALLOWED)."""
+    refused = f"{combo!r} is not allowed: it is a browser shortcut, not an edit in the app"
+    if BLOCKED_MODIFIERS & set(names):
+        return refused
+    if "Control_L" in names and names[-1] not in CTRL_ALLOWED and names[-1].lower() not in CTRL_ALLOWED:
+        return refused
+    if "Shift_L" in names and names[-1] == "Escape":
+        return refused
+    return names
+
+
+def _integer(value, name: str, low: int, high: int) -> int | str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        return f"{name} must be a whole number, got {value!r}"
+    if not low <= int(value) <= high:
+        return f"{name} {int(value)} is out of range: give {low} to {high}"
+    return int(value)
+
+
+def parse_action(raw, width: int, height: int) -> Action | str:
+    """``raw`` (the tool call's arguments) as an :class:`Action` on a ``width`` x ``height`` screen, or the
+    reason it is not a valid action."""
+    if not isinstance(raw, dict):
+        return f"an action is a JSON object with action_type, not {type(raw).__name__}"
+    unknown = sorted(set(raw) - {"action_type", *FIELDS})
+    if unknown:
+        return f"unknown field(s) {', '.join(map(repr, unknown))}; the fields are action_type, {', '.join(FIELDS)}"
+    kind = raw.get("action_type")
+    if kind not in ACTION_TYPES:
+        return f"action_type {kind!r} is not known; use one of {', '.join(ACTION_TYPES)}"
+    given = {name: raw[name] for name in FIELDS if raw.get(name) is not None}
+    values: dict = {"action_type": kind}
+    wanted = {"screenshot": (), "done": (), "click": ("x", "y"), "double_click": ("x", "y"),
+              "right_click": ("x", "y"), "move": ("x", "y"), "drag": ("x", "y", "to_x", "to_y"),
+              "type": ("content",), "key": ("content",), "scroll": ("amount",), "wait": ()}[kind]
+    optional = {"scroll": ("x", "y", "content"), "wait": ("amount",)}.get(kind, ())
+    missing = [name for name in wanted if name not in given]
+    if missing:
+        return f"{kind} needs {', '.join(missing)}"
+    extra = sorted(set(given) - set(wanted) - set(optional))
+    if extra:
+        return f"{kind} takes no {', '.join(extra)}"
+    for name, limit in (("x", width - 1), ("y", height - 1), ("to_x", width - 1), ("to_y", height - 1)):
+        if name in given:
+            value = _integer(given[name], name, 0, limit)
+            if isinstance(value, str):
+                return f"{value} (the screen is {width}x{height})"
+            values[name] = value
+    if kind == "scroll" and ("x" in given) != ("y" in given):
+        return "scroll takes both x and y, or neither"
+    if "amount" in given:
+        high = MAX_SCROLL if kind == "scroll" else MAX_WAIT_S
+        value = _integer(given["amount"], "amount", 1, high)
+        if isinstance(value, str):
+            return value
+        values["amount"] = value
+    if "content" in given:
+        content = given["content"]
+        if not isinstance(content, str):
+            return f"content must be a string, got {type(content).__name__}"
+        if kind == "type":
+            if not content:
+                return "type needs some content"
+            if len(content) > MAX_TYPE_CHARS:
+                return f"content is {len(content)} characters; type at most {MAX_TYPE_CHARS} at a time"
+            bad = next((c for c in content if not (0x20 <= ord(c) <= 0x7e or c in "\n\t")), None)
+            if bad is not None:
+                return f"type supports printable ASCII, newlines and tabs; {bad!r} is not one"
+        elif kind == "key":
+            keys = key_sequence(content)
+            if isinstance(keys, str):
+                return keys
+            values["keys"] = keys
+        elif content not in ("up", "down"):
+            return f"scroll content is 'up' or 'down', not {content!r}"
+        values["content"] = content
+    if kind == "scroll":
+        values.setdefault("content", "down")
+    return Action(**values)
+
+
+def describe(action: Action) -> str:
+    """What the action did, in a few words, for the agent's observation."""
+    kind = action.action_type
+    if kind in ("click", "double_click", "right_click", "move"):
+        return f"{kind.replace('_', ' ')} at ({action.x}, {action.y})"
+    if kind == "drag":
+        return f"dragged from ({action.x}, {action.y}) to ({action.to_x}, {action.to_y})"
+    if kind == "type":
+        return f"typed {len(action.content)} character(s)"
+    if kind == "key":
+        return f"pressed {action.content}"
+    if kind == "scroll":
+        where = f" at ({action.x}, {action.y})" if action.x is not None else ""
+        return f"scrolled {action.content} {action.amount}{where}"
+    if kind == "wait":
+        return f"waited {action.amount or 1} s"
+    return {"screenshot": "took a screenshot", "done": "finished"}[kind]
