@@ -11,6 +11,11 @@ wrong row cannot pass for a good one.
 
 - ``engine``: the bare engine, no deepgym: docker-py create + start + wait + remove of a container of the
   environment's image running ``true``, with the same settings as a sandbox (no network, capabilities, limits).
+- ``engine-runner``: the same bare loop, but the container runs deepgym's runner on the sample's request
+  (attached stdin, as strict mode sends it) and its report is classified: the engine doing a sample's work
+  with none of deepgym's host side (no prewarm, no admission). ``engine`` measures what the engine costs;
+  the gap from ``engine`` to ``engine-runner`` is the verifier's CPU in the container, and the gap from
+  ``engine-runner`` to ``strict`` is what deepgym's host side adds or saves.
 - ``strict``: deepgym's docker mode, a fresh container per sample, prewarmed (the default).
 - ``strict-cold``: the same with every container started on demand (``DEEPGYM_DOCKER_PREWARM=0``).
 - ``docker-exec``: docker through the generic create-and-exec path (``DEEPGYM_DOCKER_EXEC=1``).
@@ -63,7 +68,7 @@ from deepgym.check import as_response
 from deepgym.images import build, image_name
 
 DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "warm", "local")
-ROWS = ("engine", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
+ROWS = ("engine", "engine-runner", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
 BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```"
 
 
@@ -141,6 +146,58 @@ def run_engine(env: str, n: int, parallel: int) -> dict[str, float]:
     try:
         judge(None)
         return timed(judge, list(range(n)), parallel)
+    finally:
+        api.close()
+
+
+def run_engine_runner(env: str, n: int, parallel: int) -> dict[str, float]:
+    """The bare engine loop doing a sample's work: create + attach + start a container whose main process is
+    the runner, send the request, read the report, wait, remove; the report is classified as deepgym does."""
+    import secrets
+    import socket
+
+    import docker
+    from docker.utils.socket import consume_socket_output, demux_adaptor, frames_iter
+
+    from deepgym.client import submission
+    from deepgym.judging import runner_exit, sandbox_spec
+    from deepgym.runner.protocol import Request
+    from deepgym.sandbox.base import IMAGE_RUNNER, ExecResult
+    from deepgym.sandbox.docker import API_VERSION, container_settings
+    from deepgym.verdict import Observation, classify
+
+    environment = load_environment(env)
+    api = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION, max_pool_size=parallel + 4)
+    spec = sandbox_spec(environment, api.inspect_image(image_name(env))["Id"])
+    samples = [(as_response(environment, code), right) for code, right in solutions(env, n)]
+
+    def judge(sample: tuple[str, bool]) -> bool:
+        request = Request(nonce=secrets.token_hex(16), kind=environment.kind,
+                          submission=submission(environment, sample[0], "auto"), entry_point=environment.entry_point,
+                          variant=0, scoring=environment.scoring, limits=environment.limits, tests=None)
+        settings = container_settings(api, spec, {"deepgym-benchmark": "engine-runner"}, attached=True)
+        container = api.create_container(spec.image, entrypoint=list(IMAGE_RUNNER),
+                                         command=[], stdin_open=True, detach=False, **settings)["Id"]
+        try:
+            stream = api.attach_socket(container, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock = getattr(stream, "_sock", stream)
+            api.start(container)
+            sock.sendall(request.to_json().encode() + b"\n")
+            sock.shutdown(socket.SHUT_WR)
+            frames = (demux_adaptor(*frame) for frame in frames_iter(stream, tty=False))
+            stdout, stderr = consume_socket_output(frames, demux=True)
+            stream.close()
+            status = api.wait(container)["StatusCode"]
+        finally:
+            api.remove_container(container, force=True)
+        observation = Observation(runtime="docker", exit_code=runner_exit(ExecResult(status, b"", "", False, 0.0)), stdout=stdout or b"",
+                                  stderr_tail=(stderr or b"").decode(errors="replace")[-2000:])
+        outcome = classify(request, observation, env)
+        return outcome.has_verdict and (outcome.score == 1.0) == sample[1]
+
+    try:
+        judge(samples[0])
+        return timed(judge, samples, parallel)
     finally:
         api.close()
 
@@ -280,7 +337,7 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["coin_change", "patch_csv_quoting", "prog_max_subarray"])
     parser.add_argument("-n", type=int, default=64, help="samples of the first environment per row (%(default)s)")
     parser.add_argument("--n-others", type=int, default=16, help="samples of each other environment (%(default)s)")
-    parser.add_argument("--rows", nargs="+", default=["engine", "subprocess", "strict", "strict-cold", "warm", "local",
+    parser.add_argument("--rows", nargs="+", default=["engine", "engine-runner", "subprocess", "strict", "strict-cold", "warm", "local",
                                                       "0.6.2-local", "0.6.2-docker"], choices=ROWS)
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
     parser.add_argument("--deepgym062", metavar="PYTHON", help="DeepGym 0.6.2's interpreter, for its rows")
@@ -312,6 +369,8 @@ def main() -> None:
                     runs = []
                     if row == "engine":
                         runs.append((row, run_engine, (env, n, parallel)))
+                    elif row == "engine-runner":
+                        runs.append((row, run_engine_runner, (env, n, parallel)))
                     elif row == "subprocess":
                         if load_environment(env).kind == "function":
                             runs.append((row, run_subprocess, (env, n, parallel)))
@@ -337,7 +396,7 @@ def main() -> None:
             def mean(label: str, env: str = env, parallel: int = parallel) -> float | None:
                 values = rates.get(f"{env} {label} {parallel}")
                 return statistics.mean(values) if values else None
-            for this, that in (("strict", "engine"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
+            for this, that in (("strict", "engine"), ("strict", "engine-runner"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
                                ("local", "0.6.2-local"), ("strict", "strict (baseline)"), ("warm", "strict"),
                                ("warm", "local"), ("warm", "0.6.2-local"), ("warm", "subprocess")):
                 if mean(this) and mean(that):
