@@ -89,12 +89,26 @@ def test_a_process_killed_mid_sample_leaves_nothing_after_the_next_start():
     assert not exists(owned[0])
 
 
-def test_cleanup_command_removes_every_deepgym_container():
+def test_cleanup_command_removes_every_deepgym_container_of_its_engine(second_engine):
+    """``deepgym cleanup`` removes every deepgym container of the engine it is pointed at, a live process's too.
+    It runs against the second engine, so the containers of whatever else uses this machine's engine (another
+    test run, a trainer) are spared; one planted there proves cleanup touched nothing but its own engine."""
     ensure_images("coin_change")
-    live = create(owner_label(os.getpid()), start=True)
-    result = subprocess.run([sys.executable, "-m", "deepgym.cli", "cleanup"], capture_output=True, text=True)
-    assert result.returncode == 0 and "removed" in result.stdout
-    assert not exists(live)
+    second_engine.load(image_name("base"))
+    owner = owner_label(os.getpid())
+    started = second_engine.docker("run", "-d", "--network", "none", "--label", f"{LABEL}=test", "--label",
+                                   f"{OWNER_LABEL}={owner}", "--entrypoint", "sleep", image_name("base"), "300")
+    assert started.returncode == 0, started.stderr
+    remote = started.stdout.strip()
+    local = create(owner, start=True)
+    try:
+        result = subprocess.run([sys.executable, "-m", "deepgym.cli", "cleanup"], capture_output=True, text=True,
+                                env={**os.environ, "DOCKER_HOST": second_engine.host})
+        assert result.returncode == 0 and "removed 1 deepgym container" in result.stdout, result.stdout
+        assert second_engine.docker("inspect", remote).returncode != 0
+        assert exists(local)
+    finally:
+        subprocess.run(["docker", "rm", "-f", local], capture_output=True)
 
 
 HOLD_A_CONTAINER = """
