@@ -1,0 +1,210 @@
+"""Fuzzing the session services supervisor (deepgym/runner/services.py), whose socket takes whatever the agent
+writes. Any request must be answered with one ``ok:`` or ``error:`` line, never crash or hang the supervisor,
+and never start or stop anything but a declared service, by a well-formed request naming it.
+
+In-process and derandomized: the supervisor's own code with its process work (``_start``, ``_stop``, which
+spawn and kill by uid) replaced by a record of what it was asked, so no process of a service uid is touched on
+this host (other sessions' containers run such uids). The serve loop runs in a forked child, on a socket in a
+temporary folder. The live sessions of the worst inputs are in tests/test_session_services.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deepgym.runner import services
+
+FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=300,
+                suppress_health_check=list(HealthCheck))
+DECLARED = ["web", "web2", "db"]
+VERBS = ["start", "stop", "restart", "status"]
+
+
+class Recording(services.Supervisor):
+    """The supervisor with its process work recorded instead of done."""
+
+    def __init__(self) -> None:
+        super().__init__([{"name": name, "command": ["true"], "port": 8080 + i} for i, name in enumerate(DECLARED)],
+                         "/nonexistent")
+        self.asked: list[tuple[str, str]] = []
+
+    def _start(self, name: str) -> str:
+        self.asked.append(("start", name))
+        return f"ok: {name} started"
+
+    def _stop(self, name: str) -> None:
+        self.asked.append(("stop", name))
+
+
+@pytest.fixture(autouse=True)
+def service_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(services, "SERVICE_DIR", str(tmp_path))
+    monkeypatch.setattr(services, "READ_DEADLINE_S", 0.01)
+    return tmp_path
+
+
+def _expected(line: str) -> list[tuple[str, str]]:
+    """What a request line may make the supervisor do: a verb and a declared name, split on whitespace."""
+    words = line.split()
+    if len(words) != 2 or words[0] not in VERBS or words[1] not in DECLARED:
+        return []
+    verb, name = words
+    return {"start": [("start", name)], "stop": [("stop", name)], "restart": [("stop", name), ("start", name)],
+            "status": []}[verb]
+
+
+def _one_answer(reply: str) -> None:
+    assert reply.startswith(("ok: ", "error: ")), reply
+    assert "\n" not in reply and len(reply) < 1000, reply
+    reply.encode("utf-8")
+
+
+# Requests as an agent might write them: the verbs and names, paths, flags, look-alikes and control
+# characters, in any number and with any whitespace between them.
+WORDS = [*VERBS, *DECLARED, "START", "Web", "../web", "web/", "/bin/sh", "-rf", "--help", "web\x00", "wеb", "ｗｅｂ",
+         "web;id", "$(id)", "*", "", "\u212a", "status\u00a0web"]
+SPACES = [" ", "  ", "\t", "\r", "\x0b", "\x0c", "\x1c", "\u00a0", "\u2028", "\u3000", ""]
+lines = st.one_of(
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SPACES)), max_size=5).map(
+        lambda pairs: "".join(w + s for w, s in pairs)),
+    st.text(st.characters(exclude_categories=()), max_size=80))
+
+
+@FUZZ
+@given(line=lines)
+def test_any_request_line_is_answered_and_only_starts_a_declared_service(line: str) -> None:
+    supervisor = Recording()
+    reply = supervisor.handle(line)
+    _one_answer(reply)
+    assert supervisor.asked == _expected(line), (line, reply)
+
+
+chunks = st.lists(st.one_of(st.binary(max_size=80), st.sampled_from(
+    [b"start web\n", b"start web", b"\n", b"\xff\xfestart web\n", b"status db\r\n", b"x" * 300, b"start web2\x00\n",
+     "stop wéb\n".encode(), b"restart db extra\n", b"\xed\xa0\x80", b"status web\nstart db\n"])), max_size=6)
+
+
+@settings(FUZZ, max_examples=200)
+@given(parts=chunks, half_close=st.booleans())
+def test_any_bytes_on_a_connection_get_one_answer_line(parts: list[bytes], half_close: bool) -> None:
+    """Arbitrary bytes, partial lines, overlong ones, invalid UTF-8, a writer that stops without closing or
+    closes its side: one answer line, and the supervisor acts on a whole first line of at most 256 bytes alone."""
+    supervisor = Recording()
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        data = b"".join(parts)
+        theirs.sendall(data)
+        if half_close:
+            theirs.shutdown(socket.SHUT_WR)
+        supervisor._answer(ours)
+        ours.shutdown(socket.SHUT_WR)
+        reply = b""
+        while chunk := theirs.recv(4096):
+            reply += chunk
+    assert reply.endswith(b"\n") and reply.count(b"\n") == 1, reply
+    _one_answer(reply[:-1].decode())
+    if b"\n" in data[: services.MAX_REQUEST_BYTES + 1] or (half_close and len(data) <= services.MAX_REQUEST_BYTES):
+        first = data.split(b"\n", 1)[0].decode("utf-8", "replace")
+        assert supervisor.asked == _expected(first), (data, reply)
+    else:  # no whole line within the size and the deadline: a part of a request is never acted on
+        assert supervisor.asked == [] and reply.startswith(b"error: a request is one line of at most 256"), reply
+
+
+def test_a_state_file_that_cannot_be_written_does_not_bring_the_supervisor_down(service_dir, monkeypatch) -> None:
+    """The state files only explain: a write that fails (ENOSPC in the agent's /tmp) is not raised from the
+    serve loop's reaping, where it ended the supervisor and, recorded as its failure, became "no verdict"."""
+    supervisor = Recording()
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    supervisor.procs["web"], supervisor.state["web"] = proc, "running"
+    monkeypatch.setattr(services, "SERVICE_DIR", str(service_dir / "gone"))
+    supervisor._reap()
+    assert supervisor.state["web"] == "exited"
+
+
+def _request(path: str, data: bytes, timeout_s: float = 10.0) -> str:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout_s)
+        conn.connect(path)
+        conn.sendall(data)
+        reply = b""
+        while chunk := conn.recv(4096):
+            reply += chunk
+    return reply.decode()
+
+
+def test_the_serve_loop_outlasts_a_crowd_of_hostile_connections(service_dir: Path) -> None:
+    """Many connections at once: ones that never write, write a byte at a time, close at once, half-close,
+    send megabytes or garbage. The supervisor keeps answering, starts only what a whole request named, and
+    stops on SIGTERM within its read deadline."""
+    path = str(service_dir / "supervisor.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    log = service_dir / "asked"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the supervisor, in the child
+        try:
+            class Logged(Recording):
+                def _start(self, name: str) -> str:
+                    with open(log, "a") as f:
+                        f.write(f"start {name}\n")
+                    return f"ok: {name} started"
+
+            Logged().serve(listener)
+        finally:
+            os._exit(0)
+    listener.close()
+
+    def hostile(kind: int) -> None:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.settimeout(5)
+                conn.connect(path)
+                if kind == 0:
+                    time.sleep(0.3)  # never writes
+                elif kind == 1:
+                    for byte in b"start web\n":
+                        conn.send(bytes([byte]))
+                        time.sleep(0.002)  # slower than the read deadline in all
+                elif kind == 2:
+                    conn.sendall(b"\xff" * (1 << 20))
+                elif kind == 3:
+                    conn.shutdown(socket.SHUT_WR)
+                else:
+                    conn.sendall(b"restart ../db\n")
+                conn.recv(10)
+        except OSError:
+            pass
+
+    try:
+        crowd = [threading.Thread(target=hostile, args=(i % 5,)) for i in range(40)]
+        for thread in crowd:
+            thread.start()
+        for thread in crowd:
+            thread.join(30)
+        assert _request(path, b"status db\n") == "ok: db is not started\n"
+        assert _request(path, b"start web2\n") == "ok: web2 started\n"
+        started = time.monotonic()
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    assert time.monotonic() - started < 2 and os.waitstatus_to_exitcode(status) == 0
+    assert set(log.read_text().splitlines()) <= {"start web", "start web2"}, log.read_text()
+    assert "start web2" in log.read_text().splitlines()
+    assert not (service_dir / "supervisor.failed").exists()
