@@ -2,14 +2,16 @@
 supervisor both apply to what the policy sends. Any object must come back as a short text error or as an
 action inside the allowed set; an exception would end the episode as "no verdict" (the image's supervisor
 reports it as its own failure), and a key combination outside the set reaches the browser. In-process,
-derandomized, no Docker; the live desktop tests of the worst inputs are in tests/test_desktop.py.
+derandomized, no Docker; the last test sends the worst inputs to a live desktop.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -173,3 +175,42 @@ def test_the_shortcuts_fuzzing_found_are_refused() -> None:
         "Control_L", "Shift_L", "Left")
     assert parse_action({"action_type": "key", "content": " Shift + CTRL + z "}, W, H).keys == (
         "Shift_L", "Control_L", "z")
+
+
+WORST = [{"action_type": "key", "content": combo} for combo in
+         ("ctrl+t+a", "t+ctrl+a", "shift+Escape+a", "ctrl+shift+a", "ctrl+shift+Delete", "ctrl+shift+c",
+          "ｃｔｒｌ+t", "ctrl+ctrl+n")] + [{"action_type": "click", "x": float("inf"), "y": 5},
+                                        {"action_type": "scroll", "amount": float("nan")},
+                                        {"action_type": [[[]]], "x": 10 ** 5000}]
+
+
+@pytest.mark.docker
+@pytest.mark.desktop
+def test_the_worst_actions_are_text_on_a_live_desktop_and_the_episode_still_scores(gym):
+    """The host refuses each of the worst inputs as text; the image's supervisor, sent them directly (as a
+    host without the check would), answers each as a problem rather than failing; the episode goes on and
+    the reference still scores 1.0, so none of them reached the browser."""
+    from deepgym.environments import load_environment
+    from deepgym.images import build
+    from deepgym.session import action_sequences
+
+    build(["signup_form"])
+    env = load_environment("signup_form")
+    reference = action_sequences(env, "reference")[0]
+    env = dataclasses.replace(env, session=dataclasses.replace(env.session, max_steps=len(WORST) + len(reference)))
+    with gym.session(env, 0) as session:
+        first = session.start()
+        for action in WORST:
+            step = session.step(action)
+            assert step.observation.text.startswith("invalid action:") and not step.done, (action, step)
+        channel = session._desktop.channel
+        for action in WORST:
+            channel.send({"op": "act", "action": action})
+            reply = channel.receive(30)
+            assert reply is not None and isinstance(reply.get("problem"), str) and "error" not in reply, reply
+        screen = session.step({"action_type": "screenshot"}).observation.images[0]
+        for action in reference[:-1]:
+            session.step(action)
+        verdict = session.score()
+    assert verdict.score == 1.0, verdict.details
+    assert len(screen) < 2 * len(first.images[0])  # the same plain page, nothing opened over it
