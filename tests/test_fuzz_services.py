@@ -208,3 +208,88 @@ def test_the_serve_loop_outlasts_a_crowd_of_hostile_connections(service_dir: Pat
     assert set(log.read_text().splitlines()) <= {"start web", "start web2"}, log.read_text()
     assert "start web2" in log.read_text().splitlines()
     assert not (service_dir / "supervisor.failed").exists()
+
+
+# ---------------------------------------------------------------------------------------------- live sessions
+
+SERVE = """\
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", 8090), H).serve_forever()
+"""
+# The worst requests found above, as the agent's own client writes them to the live supervisor.
+CLIENT = """\
+import socket, time
+def ask(*pieces, pause=0.0):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(20)
+        s.connect("/tmp/deepgym-services/supervisor.sock")
+        try:
+            for piece in pieces:
+                s.sendall(piece)
+                time.sleep(pause)
+        except BrokenPipeError:
+            pass  # answered and closed before the rest came
+        print(repr(s.recv(400).decode(errors="replace")))
+ask(b"start ap", b"p\\n", pause=1.5)
+ask(b"start app" + b" " * 300 + b"\\n")
+ask("start \\u0430pp\\n".encode())
+ask(b"start app\\x00\\n")
+ask(b"status app\\n")
+"""
+
+
+def _write(name: str, code: str) -> str:
+    return f"cat > {name} <<'EOF'\n{code}EOF\n"
+
+
+@pytest.fixture
+def services_env(monkeypatch):
+    from deepgym.environments import load_environment
+    from deepgym.images import build
+
+    monkeypatch.setenv("DEEPGYM_ENVIRONMENTS", str(Path(__file__).resolve().parent / "session_envs"))
+    build(["session_services"])
+    return load_environment("session_services")
+
+
+@pytest.mark.docker
+def test_a_live_supervisor_acts_on_no_part_of_a_request(gym, services_env):
+    """A request trickled past the deadline, one padded past 256 bytes, a look-alike name and a NUL: each
+    refused, nothing started; the agent's proper request then works and the service is graded."""
+    with gym.session(services_env) as session:
+        session.start()
+        said = session.step(_write("serve.py", SERVE) + _write("client.py", CLIENT) + "python3 client.py"
+                            ).observation.text.splitlines()
+        started = session.step("deepgym-service start app").observation.text
+        verdict = session.score()
+    assert said[0].startswith("'error: a request is one line of at most 256 bytes, sent within 1 s"), said
+    assert said[1].startswith("'error: a request is one line of at most 256 bytes"), said
+    assert "error: no service" in said[2] and "error: no service" in said[3] and "x00" in said[3], said
+    assert said[4] == "'ok: app is not started\\n'", said
+    assert started.startswith("ok: app started"), started
+    assert verdict.score == 1.0, verdict.details
+
+
+@pytest.mark.docker
+def test_a_service_that_exits_while_the_agent_fills_tmp_leaves_the_supervisor_up(gym, services_env):
+    """The agent fills /tmp (the supervisor's state files live there too) just as its service exits: the
+    supervisor records what it can and keeps serving, so the agent's next start works and the episode is
+    scored. Before, the failed state write ended the supervisor (and, had its failure record been written,
+    would have been "no verdict")."""
+    exits = "import time\ntime.sleep(4)\nraise SystemExit(3)\n"
+    with gym.session(services_env) as session:
+        session.start()
+        first = session.step(_write("serve.py", exits) + "deepgym-service start app").observation.text
+        full = session.step("dd if=/dev/zero of=/tmp/fill bs=1M 2>/dev/null; df -k /tmp | awk 'NR == 2 {print \"avail\", $4}'; sleep 3; "
+                            "deepgym-service status app; rm -f /tmp/fill").observation.text
+        again = session.step(_write("serve.py", SERVE) + "deepgym-service start app").observation.text
+        verdict = session.score()
+    assert "not listening on port 8090 yet" in first, first
+    assert "avail 0\n" in full and "ok: app exited with status 3" in full, full
+    assert again.startswith("ok: app started"), again
+    assert verdict.score == 1.0, verdict.details
