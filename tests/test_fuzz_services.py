@@ -10,6 +10,7 @@ temporary folder. The live sessions of the worst inputs are in tests/test_sessio
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -208,6 +209,42 @@ def test_the_serve_loop_outlasts_a_crowd_of_hostile_connections(service_dir: Pat
     assert set(log.read_text().splitlines()) <= {"start web", "start web2"}, log.read_text()
     assert "start web2" in log.read_text().splitlines()
     assert not (service_dir / "supervisor.failed").exists()
+
+
+answers = st.lists(st.one_of(st.binary(max_size=60), st.sampled_from(
+    [b"HTTP/1.0 200 OK\r\n\r\nok", b"HTTP/1.1 ", b"200", b"\r\n\r\n", b"HTTP/1.1 2_00 x\r\n\r\n",
+     b"HTTP/1.1 " + b"9" * 5000 + b"\r\n\r\n", b"HTTP/9 -1\r\n", b"\xff\xfe\x00", b"\x1b[2J" * 40,
+     b"x" * 70000])), max_size=5)
+
+
+@settings(FUZZ, max_examples=60)
+@given(parts=answers, close_early=st.booleans())
+def test_any_health_answer_is_a_status_or_an_error(parts: list[bytes], close_early: bool) -> None:
+    """The health check reads what a service (the agent's code, perhaps) answers: any bytes give a status or
+    an error, a bounded body, and a result the check's JSON line can carry."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+
+        def serve() -> None:
+            conn, _ = server.accept()
+            with conn:
+                if not close_early:
+                    conn.recv(4096)
+                for part in parts:
+                    try:
+                        conn.sendall(part)
+                    except OSError:
+                        return
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        found = services.http_get(port, "/health", 2.0)
+        thread.join(5)
+    assert set(found) == {"status", "body", "error"}
+    assert (found["status"] is None) != (found["error"] is None), found
+    assert found["status"] is None or type(found["status"]) is int
+    assert isinstance(found["body"], str) and len(found["body"]) <= services.BODY_CHARS
+    json.dumps(found, allow_nan=False).encode("utf-8")
 
 
 # ---------------------------------------------------------------------------------------------- live sessions
