@@ -48,11 +48,15 @@ NAMED_KEYS = {
     "arrowleft": "Left", "arrowright": "Right",
 }
 # The browser's own shortcuts (a new tab or window, history, downloads, the address bar, back, reload, the
-# task manager) would take the agent out of the app, and kiosk mode does not disable them all: so a
-# combination with ctrl may only edit text (select all, copy, cut, paste, undo, redo, move by word), alt,
-# meta and super take no part, and shift+Escape (the task manager) is refused. Function keys are not keys here.
+# task manager, tab search, clearing the browsing data) would take the agent out of the app, and kiosk mode does
+# not disable them all: so a combination with ctrl may only edit text (select all, copy, cut, paste, undo, redo,
+# move by word), with ctrl and shift only select by word or to an end, redo or paste as plain text, alt, meta
+# and super take no part, and shift+Escape (the task manager) is refused. Function keys are not keys here.
 CTRL_ALLOWED = {"a", "c", "v", "x", "z", "y", "Left", "Right", "Up", "Down", "Home", "End", "BackSpace", "Delete"}
+CTRL_SHIFT_ALLOWED = {"v", "z", "Left", "Right", "Up", "Down", "Home", "End"}
 BLOCKED_MODIFIERS = {"Alt_L", "Meta_L", "Super_L"}
+# How much of a bad value an error message quotes.
+QUOTED_CHARS = 60
 
 
 @dataclass(frozen=True)
@@ -73,46 +77,82 @@ class Action:
                 "content": self.content, "amount": self.amount, "keys": list(self.keys)}
 
 
+def _quoted(value) -> str:
+    """``value``'s repr for an error message, at most :data:`QUOTED_CHARS` characters, never raising (a huge
+    int, a deeply nested list)."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        text = f"<a {type(value).__name__}>"
+    return text if len(text) <= QUOTED_CHARS else text[:QUOTED_CHARS - 3] + "..."
+
+
+def _keysym(part: str) -> str | None:
+    """The keysym name of one key (not a modifier), or None. ASCII only: a look-alike (a fullwidth letter, the
+    Kelvin sign that lower-cases to ``k``) is no key."""
+    if not part.isascii():
+        return None
+    if part.lower() in NAMED_KEYS:
+        return NAMED_KEYS[part.lower()]
+    return part if len(part) == 1 and 0x21 <= ord(part) <= 0x7e else None
+
+
+def _modifier(part: str) -> str | None:
+    return MODIFIERS.get(part.lower()) if part.isascii() else None
+
+
 def key_sequence(combo: str) -> tuple[str, ...] | str:
-    """The keysym names of ``combo`` (``ctrl+shift+t``), or why it is not a key combination."""
+    """The keysym names of ``combo`` (``ctrl+shift+z``: modifiers, each once, then one key; or one modifier
+    alone), or why it is not a key combination or not allowed."""
     if combo in ("+", " "):
         return ("plus",) if combo == "+" else ("space",)
-    parts = combo.split("+")
-    if len(parts) > MAX_KEYS or any(not part.strip() for part in parts):
-        return f"{combo!r} is not a key combination: write keys joined by '+', such as 'ctrl+a' (at most {MAX_KEYS})"
-    names = []
-    for index, raw in enumerate(parts):
-        part = raw.strip()
-        lower = part.lower()
-        if lower in MODIFIERS and (index < len(parts) - 1 or len(parts) == 1):
-            names.append(MODIFIERS[lower])
-        elif lower in NAMED_KEYS:
-            names.append(NAMED_KEYS[lower])
-        elif len(part) == 1 and 0x21 <= ord(part) <= 0x7e:
-            names.append(part)
-        else:
-            return (f"unknown key {part!r}; use a letter, digit or symbol, a modifier (ctrl, shift) or "
-                    f"one of {', '.join(sorted(set(NAMED_KEYS.values())))}")
-    return _allowed(combo, tuple(names))
+    shape = (f"{_quoted(combo)} is not a key combination: write modifiers ({', '.join(MODIFIERS)}) first, then one "
+             f"key, joined by '+', such as 'ctrl+a' (at most {MAX_KEYS} in all)")
+    parts = [part.strip() for part in combo.split("+", MAX_KEYS)]
+    if len(parts) > MAX_KEYS or not all(parts):
+        return shape
+    *held, last = parts
+    names: list[str] = []
+    for part in held:
+        modifier = _modifier(part)
+        if modifier is None:
+            return shape if _keysym(part) is not None else _unknown(part)
+        if modifier in names:
+            return f"{_quoted(combo)} names a modifier twice"
+        names.append(modifier)
+    key = _keysym(last) or (None if held else _modifier(last))
+    if key is None:
+        return shape if _modifier(last) is not None else _unknown(last)
+    return _allowed(combo, (*names, key))
+
+
+def _unknown(part: str) -> str:
+    return (f"unknown key {_quoted(part)}; use a letter, digit or symbol, a modifier (ctrl, shift) or "
+            f"one of {', '.join(sorted(set(NAMED_KEYS.values())))}")
 
 
 def _allowed(combo: str, names: tuple[str, ...]) -> tuple[str, ...] | str:
     """``names`` if the combination only edits text in the app, else why it is refused (see CTRL_ALLOWED)."""
-    refused = f"{combo!r} is not allowed: it is a browser shortcut, not an edit in the app"
+    refused = f"{_quoted(combo)} is not allowed: it is a browser shortcut, not an edit in the app"
+    *modifiers, key = names
     if BLOCKED_MODIFIERS & set(names):
         return refused
-    if "Control_L" in names and names[-1] not in CTRL_ALLOWED and names[-1].lower() not in CTRL_ALLOWED:
-        return refused
-    if "Shift_L" in names and names[-1] == "Escape":
+    if "Control_L" in modifiers:
+        allowed = CTRL_SHIFT_ALLOWED if "Shift_L" in modifiers else CTRL_ALLOWED
+        if key not in allowed and key.lower() not in allowed:
+            return refused
+    if "Shift_L" in modifiers and key == "Escape":
         return refused
     return names
 
 
 def _integer(value, name: str, low: int, high: int) -> int | str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        return f"{name} must be a whole number, got {value!r}"
-    if not low <= int(value) <= high:
-        return f"{name} {int(value)} is out of range: give {low} to {high}"
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())  # no NaN, no infinity
+    if isinstance(value, bool) or not whole:
+        return f"{name} must be a whole number, got {_quoted(value)}"
+    if not low <= value <= high:
+        given = int(value) if abs(value) < 10 ** 12 else "of that size"
+        return f"{name} {given} is out of range: give {low} to {high}"
     return int(value)
 
 
@@ -121,12 +161,13 @@ def parse_action(raw, width: int, height: int) -> Action | str:
     reason it is not a valid action."""
     if not isinstance(raw, dict):
         return f"an action is a JSON object with action_type, not {type(raw).__name__}"
-    unknown = sorted(set(raw) - {"action_type", *FIELDS})
+    unknown = sorted(_quoted(name) for name in set(raw) - {"action_type", *FIELDS})
     if unknown:
-        return f"unknown field(s) {', '.join(map(repr, unknown))}; the fields are action_type, {', '.join(FIELDS)}"
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        return f"unknown field(s) {shown}; the fields are action_type, {', '.join(FIELDS)}"
     kind = raw.get("action_type")
-    if kind not in ACTION_TYPES:
-        return f"action_type {kind!r} is not known; use one of {', '.join(ACTION_TYPES)}"
+    if not isinstance(kind, str) or kind not in ACTION_TYPES:
+        return f"action_type {_quoted(kind)} is not known; use one of {', '.join(ACTION_TYPES)}"
     given = {name: raw[name] for name in FIELDS if raw.get(name) is not None}
     values: dict = {"action_type": kind}
     wanted = {"screenshot": (), "done": (), "click": ("x", "y"), "double_click": ("x", "y"),
@@ -164,14 +205,14 @@ def parse_action(raw, width: int, height: int) -> Action | str:
                 return f"content is {len(content)} characters; type at most {MAX_TYPE_CHARS} at a time"
             bad = next((c for c in content if not (0x20 <= ord(c) <= 0x7e or c in "\n\t")), None)
             if bad is not None:
-                return f"type supports printable ASCII, newlines and tabs; {bad!r} is not one"
+                return f"type supports printable ASCII, newlines and tabs; {_quoted(bad)} is not one"
         elif kind == "key":
             keys = key_sequence(content)
             if isinstance(keys, str):
                 return keys
             values["keys"] = keys
         elif content not in ("up", "down"):
-            return f"scroll content is 'up' or 'down', not {content!r}"
+            return f"scroll content is 'up' or 'down', not {_quoted(content)}"
         values["content"] = content
     if kind == "scroll":
         values.setdefault("content", "down")

@@ -109,21 +109,39 @@ class Supervisor:
 
     def _answer(self, conn: socket.socket) -> None:
         try:
-            conn.settimeout(READ_DEADLINE_S)
-            data = b""
-            deadline = time.monotonic() + READ_DEADLINE_S
-            while b"\n" not in data and len(data) <= MAX_REQUEST_BYTES and time.monotonic() < deadline:
-                chunk = conn.recv(MAX_REQUEST_BYTES + 1)
-                if not chunk:
-                    break
-                data += chunk
-            reply = self.handle(data.split(b"\n", 1)[0].decode("utf-8", "replace"))
+            line = self._read_line(conn)
+            reply = self.handle(line) if line is not None else (
+                f"error: a request is one line of at most {MAX_REQUEST_BYTES} bytes, sent within "
+                f"{READ_DEADLINE_S:g} s; {USAGE}")
         except Exception as exc:  # noqa: BLE001 - one request's failure is answered, never raised
             reply = f"error: the request failed: {exc!r}"
         try:
+            conn.settimeout(READ_DEADLINE_S)
             conn.sendall(reply.encode() + b"\n")
         except OSError:
             pass
+
+    @staticmethod
+    def _read_line(conn: socket.socket) -> str | None:
+        """The request's line (ended by a newline, or by the writer closing its side), or None when it is
+        longer than :data:`MAX_REQUEST_BYTES` or not all there within :data:`READ_DEADLINE_S`: a part of a
+        request is never acted on."""
+        data = b""
+        deadline = time.monotonic() + READ_DEADLINE_S
+        while b"\n" not in data and len(data) <= MAX_REQUEST_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(MAX_REQUEST_BYTES + 1)
+            except TimeoutError:
+                return None
+            if not chunk:
+                break
+            data += chunk
+        line = data.split(b"\n", 1)[0]
+        return line.decode("utf-8", "replace") if len(line) <= MAX_REQUEST_BYTES else None
 
     def handle(self, line: str) -> str:
         words = line.split()
@@ -198,7 +216,7 @@ class Supervisor:
         box.kill_all()
         proc = self.procs.pop(name, None)
         if proc is not None:
-            proc.wait()
+            proc.wait(STOP_WAIT_S)  # killed above; a wait past this is answered as this request's failure
         self._record(name, "stopped")
 
     def _reap(self) -> None:
@@ -207,9 +225,15 @@ class Supervisor:
                 self._record(name, "exited", exit_code=proc.returncode)
 
     def _record(self, name: str, state: str, **facts: Any) -> None:
+        """Keep ``state`` and write it for the verification's details. A write that fails (the agent filled
+        the disk) leaves the file as it was: it only explains, and the verification decides by the processes
+        alive, so it must not bring the supervisor down and turn the agent's doing into "no verdict"."""
         self.state[name] = state
-        _write_atomic(f"{SERVICE_DIR}/{name}.json",
-                      json.dumps({"state": state, "starts": self.starts.get(name, 0), **facts}))
+        try:
+            _write_atomic(f"{SERVICE_DIR}/{name}.json",
+                          json.dumps({"state": state, "starts": self.starts.get(name, 0), **facts}))
+        except OSError:
+            pass
 
 
 def start_supervisor(services: list[dict[str, Any]], workspace: str) -> str | None:

@@ -1,0 +1,140 @@
+"""Fuzzing what a submission's worker may send back on its reply channel, through the runner's real reading
+and decoding: a process writes fuzzed bytes to the channel pipe in fuzzed pieces and ends in a fuzzed way;
+the runner's Supervised wait (deepgym/runner/sandbox.py) reads it as it reads a worker, and the reply goes
+through the step run_calls uses (deepgym/runner/function.py ``_reply``, then channels.worker_reply). Loading
+and one call, as run_calls does them. Every outcome must be a Reply or a fault charged to the submission:
+never an exception (the runner's entry point would make it "no verdict") and never a fault of ours.
+
+channels.worker_reply alone is fuzzed in tests/test_runner_channels.py; this adds the pipe, the framing and
+the process's end. Unconfined on the host (a Sandbox that tracks its processes by session, as local mode
+does), derandomized; one process per example.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deepgym.runner.channels import Fault
+from deepgym.runner.function import _reply
+from deepgym.runner.protocol import Limits, is_scored
+from deepgym.runner.sandbox import Sandbox, Supervised
+
+# A failing example's plan can be large; its repr must not turn into an error that hides the failure.
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
+FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=40,
+                suppress_health_check=list(HealthCheck))
+CALL_ID = "0123456789abcdef"
+LIMITS = Limits(case_cpu_s=2.0, output_kb=64)
+# The hostile worker: writes each piece (repeated) to the channel (a pause before some), optionally on stdout too, then
+# ends as told: exit with a status, close the channel and live on briefly, or kill itself.
+WORKER = """\
+import json, os, signal, sys, time
+fd, plan = int(sys.argv[1]), json.load(sys.stdin)
+for piece, repeat, pause, to_stdout in plan["pieces"]:
+    time.sleep(pause)
+    data = bytes.fromhex(piece) * repeat
+    try:
+        os.write(1 if to_stdout else fd, data)
+    except OSError:
+        pass
+end = plan["end"]
+if end == "close":
+    os.close(fd)
+    time.sleep(0.3)
+elif end == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+os._exit(plan["status"])
+"""
+
+ready = json.dumps({"event": "ready"}).encode()
+answer = json.dumps({"id": CALL_ID, "ok": True, "value": [1, 2]}).encode()
+pieces = st.one_of(
+    st.binary(max_size=64),
+    st.sampled_from([ready + b"\n", answer + b"\n", ready, answer, b"\n", b"\r\n", b"\xff\xfe\n", b"[" * 5000 + b"\n",
+                     json.dumps({"id": CALL_ID, "ok": False, "error_type": "verifier_error",
+                                 "error": "\x1b[2J" * 50}).encode() + b"\n",
+                     json.dumps({"event": "load_error", "error_type": "sandbox_lost"}).encode() + b"\n",
+                     json.dumps({"id": CALL_ID, "ok": True, "value": "x" * 70000}).encode() + b"\n",
+                     b"9" * 5000 + b"\n", b"NaN\n", b'{"id": "0123456789abcdef", "ok": true, "value": 1e999}\n',
+                     b"\x00" * 1000]))
+plans = st.fixed_dictionaries({
+    "pieces": st.lists(st.tuples(pieces.map(bytes.hex), st.sampled_from([1, 1, 1, 2, 1 << 10]),
+                                 st.sampled_from([0, 0, 0, 0.01]), st.booleans()), max_size=6),
+    "end": st.sampled_from(["exit", "close", "kill"]),
+    "status": st.sampled_from([0, 1, 3, 255])})
+
+
+def _converse(plan: dict) -> list:
+    """Run the hostile worker (its plan on stdin) and read its loading reply and one call's reply as run_calls
+    does."""
+    sandbox = Sandbox(False)
+    reply_r, reply_w = os.pipe()
+    req_r, req_w = os.pipe()
+    with tempfile.TemporaryFile() as given_plan:
+        given_plan.write(json.dumps(plan).encode())
+        given_plan.seek(0)
+        try:
+            proc = sandbox.spawn([sys.executable, "-I", "-S", "-c", WORKER, str(reply_w)], pass_fds=(reply_w,),
+                                 stdin=given_plan.fileno())
+        finally:
+            os.close(reply_w)
+            os.close(req_r)
+    process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w)
+    outcomes = []
+    try:
+        for call_id in (None, CALL_ID):
+            outcome = process.wait(sandbox.watch(), for_line=True, cpu_limit_s=LIMITS.case_cpu_s,
+                                   wall_limit_s=LIMITS.case_wall_s, output_limit=LIMITS.output_kb * 1024,
+                                   send=b'{"id": "%s"}\n' % call_id.encode() if call_id else b"")
+            reply = _reply(outcome, "running the case", call_id, LIMITS)
+            outcomes.append(reply)
+            if isinstance(reply, Fault):
+                break
+    finally:
+        process.close()
+        sandbox.kill_all()
+        proc.wait()
+    return outcomes
+
+
+def _charged(reply) -> None:
+    if isinstance(reply, Fault):
+        assert is_scored(reply.error_type), reply
+        assert reply.message is None or isinstance(reply.message, str)
+        return
+    assert reply["error_type"] in ("", "solution_error", "solution_oom"), reply
+    json.dumps([reply["error"], reply["raises"]], allow_nan=False).encode("utf-8")
+
+
+@FUZZ
+@given(plan=plans)
+def test_any_bytes_on_the_reply_channel_are_a_reply_or_the_submissions_fault(plan: dict) -> None:
+    outcomes = _converse(plan)
+    assert outcomes
+    for reply in outcomes:
+        _charged(reply)
+
+
+def test_the_worst_endings_are_the_submissions_fault() -> None:
+    """A reply cut by the worker's death, one line past the runner's 16 MiB cap, a reply that never ends and
+    the channel closed by a worker that lives on: each is a scored fault."""
+    cases = {
+        "cut": {"pieces": [[(ready + b"\n" + answer[:20]).hex(), 1, 0, False]], "end": "kill", "status": 0},
+        "huge": {"pieces": [[(b"x" * 1024).hex(), 17 << 10, 0, False]], "end": "exit", "status": 0},
+        "closed": {"pieces": [[ready.hex(), 1, 0, False]], "end": "close", "status": 0},
+        "noisy": {"pieces": [[(b"y" * 1024).hex(), 200, 0, True], [(ready + b"\n").hex(), 1, 0, False]],
+                  "end": "exit", "status": 0},
+    }
+    found = {name: _converse(plan)[-1] for name, plan in cases.items()}
+    for name, reply in found.items():
+        assert isinstance(reply, Fault) and is_scored(reply.error_type), (name, reply)
+    # Past the cap, or out of time reading 17 MiB on a busy host: the submission's either way.
+    assert found["huge"].error_type in ("output_limit_exceeded", "solution_timeout")
+    assert found["noisy"].error_type == "output_limit_exceeded"
