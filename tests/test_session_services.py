@@ -158,9 +158,9 @@ http.server.HTTPServer(("127.0.0.1", 8090), H).serve_forever()
         session.step(write("serve.py", hostile) + "\nchmod 777 . && deepgym-service start app")
         ticks = session.step("sleep 0.3; wc -c < ticks").observation.text
         report, _ = session._session_runner("verify", timeout_s=60)
-        survivors = session._box.exec(["sh", "-c", "ls -n /proc | grep -c ' 10100 '"],
+        survivors = session._sandbox.exec(["sh", "-c", "ls -n /proc | grep -c ' 10100 '"],
                                       ExecOptions(timeout_s=20)).stdout.strip()
-        log = session._box.exec(["cat", "/tmp/deepgym-services/app.log"], ExecOptions(timeout_s=20)).stdout
+        log = session._sandbox.exec(["cat", "/tmp/deepgym-services/app.log"], ExecOptions(timeout_s=20)).stdout
     assert int(ticks) > 5
     assert report["score"] == 1.0 and "still=True" in report["details"], report
     assert survivors == b"0" and b"REACHED" not in log and b'"report"' in log
@@ -214,7 +214,7 @@ def test_a_failure_of_the_supervisor_itself_is_no_verdict(gym):
         session.start()
         for action in action_sequences(env, "reference")[0]:
             session.step(action)
-        session._box.exec(["sh", "-c", "echo 'Traceback: a bug of ours' > /tmp/deepgym-services/supervisor.failed"],
+        session._sandbox.exec(["sh", "-c", "echo 'Traceback: a bug of ours' > /tmp/deepgym-services/supervisor.failed"],
                           ExecOptions(timeout_s=20, user="0:0"))
         with pytest.raises(NoVerdictError) as failure:
             session.score()
