@@ -506,8 +506,9 @@ class Session(BaseSession):
         if self.local:
             runner = LOCAL_SESSION_RUNNER
             request.update(unconfined=True, env_dir=str(self.env.tests_dir), start_dir=str(self.env.path / "start"))
-        result = self._sandbox.exec([*runner, command], ExecOptions(stdin=json.dumps(request).encode(),
-                                                                timeout_s=timeout_s, user=None if self.local else "0:0"))
+        options = ExecOptions(stdin=json.dumps(request).encode(), timeout_s=timeout_s,
+                              user=None if self.local else "0:0")
+        result = self._sandbox.exec([*runner, command], options)
         if result.exit_code is None and not result.timed_out:
             raise SandboxLost("the session runner vanished without an exit status")
         events = parse_events(result.stdout, nonce)

@@ -159,7 +159,7 @@ http.server.HTTPServer(("127.0.0.1", 8090), H).serve_forever()
         ticks = session.step("sleep 0.3; wc -c < ticks").observation.text
         report, _ = session._session_runner("verify", timeout_s=60)
         survivors = session._sandbox.exec(["sh", "-c", "ls -n /proc | grep -c ' 10100 '"],
-                                      ExecOptions(timeout_s=20)).stdout.strip()
+                                          ExecOptions(timeout_s=20)).stdout.strip()
         log = session._sandbox.exec(["cat", "/tmp/deepgym-services/app.log"], ExecOptions(timeout_s=20)).stdout
     assert int(ticks) > 5
     assert report["score"] == 1.0 and "still=True" in report["details"], report
@@ -215,7 +215,7 @@ def test_a_failure_of_the_supervisor_itself_is_no_verdict(gym):
         for action in action_sequences(env, "reference")[0]:
             session.step(action)
         session._sandbox.exec(["sh", "-c", "echo 'Traceback: a bug of ours' > /tmp/deepgym-services/supervisor.failed"],
-                          ExecOptions(timeout_s=20, user="0:0"))
+                              ExecOptions(timeout_s=20, user="0:0"))
         with pytest.raises(NoVerdictError) as failure:
             session.score()
     assert failure.value.error_type == "verifier_error" and "a bug of ours" in failure.value.reason

@@ -124,7 +124,7 @@ def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym)
             before, after = session._sandbox.exec(size, ExecOptions(timeout_s=20)).stdout.split()
             assert int(before) > 0 and before == after
             leftovers = session._sandbox.exec(["sh", "-c", "ls -d /tmp/deepgym-verifier-* 2>/dev/null | wc -l"],
-                                          ExecOptions(timeout_s=20)).stdout
+                                              ExecOptions(timeout_s=20)).stdout
             assert leftovers.strip() == b"0"
         assert session.score().score == 1.0
 
