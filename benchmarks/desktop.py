@@ -72,7 +72,7 @@ def main() -> None:
     with DeepGym(mode="docker") as gym:
         episode(gym, args.environment, 0)  # fills the pool
         for n in range(args.episodes):
-            ready = pool(gym.provider)
+            ready = pool(gym)
             give_up = time.monotonic() + 60
             while time.monotonic() < give_up and not any(ready.ready.values()):
                 time.sleep(0.05)

@@ -29,7 +29,6 @@ which is scored from what the recorder holds; an error of the supervisor is no v
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import json
@@ -42,6 +41,7 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from . import shutdown
 from .environments import Environment
 from .runner.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
 from .sandbox import ExecOptions, SandboxError, SandboxLost, SandboxSpec, StartFailure
@@ -193,7 +193,8 @@ def prewarm_size() -> int:
 
 class Prewarm:
     """Ready desktop containers per kind (image id, spec, screen), each handed out once. A background thread
-    refills after every take; what is left is removed at :meth:`close` (or by the provider's sweep)."""
+    refills after every take; what is left is removed at :meth:`close`: when the client closes, on SIGTERM or
+    SIGINT (:mod:`deepgym.shutdown`), at exit, or by the next start's reaper if this process is killed."""
 
     def __init__(self, provider: DockerProvider, size: int):
         self.provider = provider
@@ -203,6 +204,7 @@ class Prewarm:
         self.closed = False
         self.filling: set[str] = set()
         self.fillers: list[threading.Thread] = []
+        shutdown.register(self.close)  # on SIGTERM/SIGINT, and at the latest when the interpreter exits
 
     def take(self, spec: SandboxSpec, screen: tuple[int, int]) -> Desktop | None:
         key = repr((spec, screen))
@@ -264,28 +266,27 @@ class Prewarm:
             desktop.close()
 
 
-_pools: weakref.WeakKeyDictionary[Any, Prewarm] = weakref.WeakKeyDictionary()
+_pools: weakref.WeakKeyDictionary[DeepGym, Prewarm] = weakref.WeakKeyDictionary()
 _pools_lock = threading.Lock()
 
 
-def pool(provider: DockerProvider) -> Prewarm | None:
-    """This provider's desktop pool (None when prewarming is off)."""
+def pool(gym: DeepGym) -> Prewarm | None:
+    """The client's desktop pool on its provider (None when prewarming is off), made on first use."""
     size = prewarm_size()
     if size == 0:
         return None
     with _pools_lock:
-        if provider not in _pools:
-            _pools[provider] = Prewarm(provider, size)
-            provider.on_close.append(_pools[provider].close)
-        return _pools[provider]
+        if gym not in _pools:
+            _pools[gym] = Prewarm(gym.provider, size)
+        return _pools[gym]
 
 
-@atexit.register
-def _close_pools() -> None:
+def close_pool(gym: DeepGym) -> None:
+    """Remove the client's ready desktops (:meth:`DeepGym.close` calls it before its provider closes)."""
     with _pools_lock:
-        pools = list(_pools.values())
-    for each in pools:
-        each.close()
+        found = _pools.pop(gym, None)
+    if found is not None:
+        found.close()
 
 
 class DesktopSession(BaseSession):
@@ -315,7 +316,7 @@ class DesktopSession(BaseSession):
         provider = self.gym.provider
         self.image_id, self.image_status = self.gym.images.resolve(provider, self.env)
         spec = self._spec(self.image_id)
-        prewarm = pool(provider)
+        prewarm = pool(self.gym)
         self._sandbox = prewarm.take(spec, self.env.screen) if prewarm is not None else None
         self.timings["prewarmed"] = float(self._sandbox is not None)
         if self._sandbox is None:

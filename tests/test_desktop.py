@@ -232,7 +232,7 @@ def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
 
     with gym.session("todo_list", 4) as session:  # makes the pool start a ready one behind it
         session.start()
-    ready = pool(gym.provider)
+    ready = pool(gym)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(ready.ready.values()):
         time.sleep(0.1)
@@ -246,3 +246,21 @@ def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
         for action in reference:
             session.step(action)
         assert session.score().score == 1.0
+
+
+def test_closing_the_client_removes_its_prewarmed_desktops_even_one_still_starting():
+    """DeepGym.close empties the client's desktop pool before its provider closes: the ready desktop, and one a
+    filler is still starting, are removed rather than left to the next start's reaper."""
+    from deepgym import desktop
+    from deepgym.sandbox.docker import LABEL
+
+    with DeepGym(mode="docker") as client:
+        with client.session("signup_form", 0) as session:
+            session.start()  # the pool starts a ready one behind it
+        ready = desktop.pool(client)
+        run = client.provider.run_id
+    assert ready.closed and not any(ready.ready.values())
+    assert client not in desktop._pools, "a closed client's pool is gone"
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={run}"], capture_output=True,
+                          text=True, timeout=60).stdout.split()
+    assert left == [], "no container of the closed client is left"

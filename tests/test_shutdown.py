@@ -152,6 +152,37 @@ def test_a_programs_own_sigterm_handler_runs_after_deepgyms_and_run_batch_return
     assert containers_of(program.pid) == []
 
 
+DESKTOP_HOLDER = textwrap.dedent("""
+    import time
+    from deepgym import DeepGym
+    gym = DeepGym(mode="docker")
+    session = gym.session("signup_form", 0)
+    session.start()                           # the pool starts a ready desktop behind this episode's
+    print("ready", flush=True)
+    time.sleep(300)
+""")
+
+
+@pytest.mark.docker
+@pytest.mark.desktop
+def test_sigterm_removes_the_episodes_desktop_and_the_prewarmed_one():
+    """The desktop pool registers with the shutdown registry like every other pool: a SIGTERM removes its ready
+    desktop as well as the running episode's, then the default action ends the process."""
+    ensure_images("signup_form")
+    holder = subprocess.Popen([sys.executable, "-c", DESKTOP_HOLDER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**ENV, "DEEPGYM_DESKTOP_PREWARM": "1"})
+    try:
+        assert holder.stdout.readline().strip() == "ready", holder.stderr.read() if holder.poll() else ""
+        wait_for(lambda: len(containers_of(holder.pid)) >= 2, timeout_s=120,
+                 what="the episode's desktop and a prewarmed one")
+        holder.send_signal(signal.SIGTERM)
+        _, errors = holder.communicate(timeout=90)
+    finally:
+        holder.kill()
+    assert holder.returncode == -signal.SIGTERM, errors
+    assert containers_of(holder.pid) == []
+
+
 HOLDER = textwrap.dedent("""
     import sys, time
     from deepgym import DeepGym
