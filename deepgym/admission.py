@@ -138,6 +138,22 @@ class Slot:
                 self._released()
 
 
+class _SlotFileWait:
+    """One wait's tries of the slot files (:meth:`Admission._file_slot_attempts`): the pauses between them, then
+    the file and index it took (:attr:`taken`)."""
+
+    def __init__(self, attempts: Generator[float, None, tuple[int, int]]):
+        self.taken: tuple[int, int] | None = None
+        self.pauses = self._pauses(attempts)
+
+    def _pauses(self, attempts: Generator[float, None, tuple[int, int]]) -> Generator[float, None, None]:
+        self.taken = yield from attempts
+
+    def close(self) -> None:
+        """Stop the tries (closing their files), wherever they are."""
+        self.pauses.close()
+
+
 # The slots the current context holds, by key: a sample admitted by the async path (deepgym.aio) runs its
 # judging in a worker thread whose context carries its slot, so the judging path's own slot() is that slot.
 _held: contextvars.ContextVar[tuple[Slot, ...]] = contextvars.ContextVar("deepgym_admission_held", default=())
@@ -201,19 +217,10 @@ class Admission:
         deadline = None if timeout_s is None else started + timeout_s
         while not self._local.acquire(timeout=self._step(CANCEL_POLL_S, deadline)):
             self._check(deadline, cancelled)
-        try:
-            attempts = self._file_slot_attempts(deadline, cancelled)
-            try:
-                while True:
-                    time.sleep(next(attempts))
-            except StopIteration as taken:
-                fd, index = taken.value
-            finally:
-                attempts.close()
-        except BaseException:
-            self._release_local()
-            raise
-        return Slot(self.key, index, time.monotonic() - started, fd, self._local, self._wake)
+        with self._slot_file(deadline, cancelled) as wait:
+            for pause in wait.pauses:
+                time.sleep(pause)
+        return self._taken(started, wait)
 
     async def aacquire(self, *, timeout_s: float | None = None,
                        cancelled: Callable[[], bool] | None = None) -> Slot:
@@ -229,21 +236,30 @@ class Admission:
             head = self._heads[loop] = asyncio.Lock()
         async with head:
             await self._await_local(loop, deadline, cancelled)
-            try:
-                attempts = self._file_slot_attempts(deadline, cancelled)
-                try:
-                    while True:
-                        await asyncio.sleep(next(attempts))
-                except StopIteration as taken:
-                    fd, index = taken.value
-                finally:
-                    attempts.close()
-            except BaseException:
-                self._release_local()
-                raise
-        return Slot(self.key, index, time.monotonic() - started, fd, self._local, self._wake)
+            with self._slot_file(deadline, cancelled) as wait:
+                for pause in wait.pauses:
+                    await asyncio.sleep(pause)
+        return self._taken(started, wait)
 
     # ----------------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _slot_file(self, deadline: float | None, cancelled: Callable[[], bool] | None) -> Iterator[_SlotFileWait]:
+        """The wait for a slot file, once this process's permit is held: the caller sleeps each pause its own
+        way (:meth:`acquire` blocks, :meth:`aacquire` awaits). The permit is given back if the wait fails or
+        is cancelled, and the files it opened are closed on every outcome."""
+        wait = _SlotFileWait(self._file_slot_attempts(deadline, cancelled))
+        try:
+            yield wait
+        except BaseException:
+            self._release_local()
+            raise
+        finally:
+            wait.close()
+
+    def _taken(self, started: float, wait: _SlotFileWait) -> Slot:
+        fd, index = wait.taken
+        return Slot(self.key, index, time.monotonic() - started, fd, self._local, self._wake)
 
     async def _await_local(self, loop: asyncio.AbstractEventLoop, deadline: float | None,
                            cancelled: Callable[[], bool] | None) -> None:

@@ -225,9 +225,10 @@ class DeepGym:
 
     def close(self) -> None:
         """Remove any sandbox this client still owns and close its connections."""
-        from . import aio
+        from . import aio, desktop
 
         aio.close(self)
+        desktop.close_pool(self)  # its containers are removed through the provider, so before it closes
         self.provider.close()
 
     def __enter__(self) -> DeepGym:

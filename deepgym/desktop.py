@@ -29,7 +29,6 @@ which is scored from what the recorder holds; an error of the supervisor is no v
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import json
@@ -42,11 +41,12 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from .environments import Environment, load_environment
+from . import shutdown
+from .environments import Environment
 from .runner.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
-from .sandbox import ExecOptions, ImageMissing, SandboxError, SandboxLost, SandboxSpec, StartFailure
-from .session import HOST_GRACE_S, Observation, StepResult, _Clock, failure_result
-from .verdict import CaseResult, NoVerdictError, Verdict
+from .sandbox import ExecOptions, SandboxError, SandboxLost, SandboxSpec, StartFailure
+from .session import HOST_GRACE_S, BaseSession, Observation, StepResult
+from .verdict import NoVerdictError, Verdict
 
 if TYPE_CHECKING:
     from .client import DeepGym
@@ -193,7 +193,8 @@ def prewarm_size() -> int:
 
 class Prewarm:
     """Ready desktop containers per kind (image id, spec, screen), each handed out once. A background thread
-    refills after every take; what is left is removed at :meth:`close` (or by the provider's sweep)."""
+    refills after every take; what is left is removed at :meth:`close`: when the client closes, on SIGTERM or
+    SIGINT (:mod:`deepgym.shutdown`), at exit, or by the next start's reaper if this process is killed."""
 
     def __init__(self, provider: DockerProvider, size: int):
         self.provider = provider
@@ -203,6 +204,7 @@ class Prewarm:
         self.closed = False
         self.filling: set[str] = set()
         self.fillers: list[threading.Thread] = []
+        shutdown.register(self.close)  # on SIGTERM/SIGINT, and at the latest when the interpreter exits
 
     def take(self, spec: SandboxSpec, screen: tuple[int, int]) -> Desktop | None:
         key = repr((spec, screen))
@@ -264,142 +266,84 @@ class Prewarm:
             desktop.close()
 
 
-_pools: weakref.WeakKeyDictionary[Any, Prewarm] = weakref.WeakKeyDictionary()
+_pools: weakref.WeakKeyDictionary[DeepGym, Prewarm] = weakref.WeakKeyDictionary()
 _pools_lock = threading.Lock()
 
 
-def pool(provider: DockerProvider) -> Prewarm | None:
-    """This provider's desktop pool (None when prewarming is off)."""
+def pool(gym: DeepGym) -> Prewarm | None:
+    """The client's desktop pool on its provider (None when prewarming is off), made on first use."""
     size = prewarm_size()
     if size == 0:
         return None
     with _pools_lock:
-        if provider not in _pools:
-            _pools[provider] = Prewarm(provider, size)
-            provider.on_close.append(_pools[provider].close)
-        return _pools[provider]
+        if gym not in _pools:
+            _pools[gym] = Prewarm(gym.provider, size)
+        return _pools[gym]
 
 
-@atexit.register
-def _close_pools() -> None:
+def close_pool(gym: DeepGym) -> None:
+    """Remove the client's ready desktops (:meth:`DeepGym.close` calls it before its provider closes)."""
     with _pools_lock:
-        pools = list(_pools.values())
-    for each in pools:
-        each.close()
+        found = _pools.pop(gym, None)
+    if found is not None:
+        found.close()
 
 
-class DesktopSession:
+class DesktopSession(BaseSession):
     """One episode of a ``desktop`` environment; the same interface as :class:`deepgym.session.Session`:
     :meth:`start`, :meth:`step` (a ``computer`` action, a dict) until done, :meth:`score`, :meth:`close`."""
 
     def __init__(self, gym: DeepGym, env: str | Environment, variant: int = 0):
-        self.env = load_environment(env)
-        if self.env.kind != "desktop":
-            raise ValueError(f"{self.env.id} is a {self.env.kind} environment, not a desktop one")
-        if not 0 <= variant < self.env.variants:
-            raise ValueError(f"variant {variant} is out of range: {self.env.id} has {self.env.variants} "
-                             f"variant(s), 0 to {self.env.variants - 1}")
-        if gym.provider.name != "docker":
-            raise ValueError(f"desktop environments run on local Docker; mode {gym.provider.name!r} is not "
-                             f"supported yet. Use DeepGym(mode='docker')")
-        self.gym = gym
-        self.variant = variant
-        self.limits = self.env.session
+        super().__init__(gym, env, variant)
         self.width, self.height = self.env.screen
-        self.steps = 0
-        self.done = False
-        self.image_id: str | None = None
-        self.image_status: str | None = None
-        self.timings: dict[str, float] = {}
         self.action_timings: list[dict[str, Any]] = []
         """Per action: its type, the host's round trip (s), the daemon's own time to act, to settle and to
         encode the PNG (ms), and the PNG's size (bytes): what benchmarks/desktop.py reports."""
-        self._desktop: Desktop | None = None
-        self._clock = _Clock()
-        self._lifetime_s = self.limits.episode_s + self.limits.verify_timeout_s + 3 * HOST_GRACE_S
-        self._outcome: Verdict | NoVerdictError | None = None
 
-    @property
-    def acted(self) -> bool:
-        return self.steps > 0
+    def _refusal(self, gym: DeepGym) -> str | None:
+        if self.env.kind != "desktop":
+            return f"{self.env.id} is a {self.env.kind} environment, not a desktop one"
+        if gym.provider.name != "docker":
+            return (f"desktop environments run on local Docker; mode {gym.provider.name!r} is not supported yet. "
+                    f"Use DeepGym(mode='docker')")
+        return None
 
-    @property
-    def outcome(self) -> Verdict | NoVerdictError | None:
-        return self._outcome
+    def _verify_deadline_s(self) -> float:
+        return self.limits.verify_timeout_s + HOST_GRACE_S
 
-    def _where(self) -> dict[str, Any]:
-        return {"environment": self.env.id, "runtime": self.gym.backend, "variant": self.variant}
-
-    def _spec(self, image_id: str) -> SandboxSpec:
-        from .judging import ENVIRONMENT_LABEL
-
-        limits = self.env.limits
-        return SandboxSpec(image=image_id, memory_mb=limits.memory_mb, pids=limits.pids, cpus=limits.cpus,
-                           nofile=limits.nofile, tmpfs_mb=limits.tmpfs_mb, lifetime_s=self._lifetime_s,
-                           labels={ENVIRONMENT_LABEL: self.env.id})
-
-    def start(self) -> Observation:
+    def _open(self) -> Observation | str:
         """Take a ready desktop (or start one), show the variant, and return the task and the first screen."""
-        if self._desktop is not None or self._outcome is not None:
-            raise RuntimeError("this session was started already; open a new one for another episode")
-        self._clock = _Clock()
         provider = self.gym.provider
-        try:
-            self.image_id, self.image_status = self.gym.images.resolve(provider, self.env)
-            spec = self._spec(self.image_id)
-            prewarm = pool(provider)
-            self._desktop = prewarm.take(spec, self.env.screen) if prewarm is not None else None
-            self.timings["prewarmed"] = float(self._desktop is not None)
-            if self._desktop is None:
-                self._desktop = launch(provider, spec, self.env.screen)
-            asked = time.monotonic()
-            self._desktop.channel.send({"op": "start", "variant": self.variant, "lifetime_s": self._lifetime_s})
-            reply = self._desktop.channel.receive(START_S)
-            self.timings["first_screen_s"] = round(time.monotonic() - asked, 3)
-        except SandboxError as exc:
-            if isinstance(exc, ImageMissing):
-                self.gym.images.forget(self.env)
-            self._end(failure_result(exc, phase="start", **self._where()))
-            raise self._outcome from None
+        self.image_id, self.image_status = self.gym.images.resolve(provider, self.env)
+        spec = self._spec(self.image_id)
+        prewarm = pool(self.gym)
+        self._sandbox = prewarm.take(spec, self.env.screen) if prewarm is not None else None
+        self.timings["prewarmed"] = float(self._sandbox is not None)
+        if self._sandbox is None:
+            self._sandbox = launch(provider, spec, self.env.screen)
+        asked = time.monotonic()
+        self._sandbox.channel.send({"op": "start", "variant": self.variant, "lifetime_s": self._lifetime_s})
+        reply = self._sandbox.channel.receive(START_S)
+        self.timings["first_screen_s"] = round(time.monotonic() - asked, 3)
         if reply is None or "png" not in reply:
-            detail = (reply or {}).get("error", "no first screen in time")
-            self._end(NoVerdictError("sandbox_start_failure", f"the desktop could not show the app: {detail}",
-                                     **self._where()))
-            raise self._outcome
-        self._clock.observed = time.monotonic()
+            return f"the desktop could not show the app: {(reply or {}).get('error', 'no first screen in time')}"
         return Observation(task_text(self.env, self.variant), (base64.b64decode(reply["png"]),))
 
-    def step(self, action: Any) -> StepResult:
-        """Run one ``computer`` action; returns the settled screen and what was done. An invalid action comes
-        back as text and counts as a step."""
-        if self._desktop is None and self._outcome is None:
-            raise RuntimeError("call start() first")
-        if self.done or self._outcome is not None:
-            raise RuntimeError("the episode is over; call score()")
-        self.steps += 1
+    def _parse(self, action: Any) -> tuple[Any, str | None]:
         parsed = parse_action(action, self.width, self.height)
-        if isinstance(parsed, str):
-            return self._after(Observation(f"invalid action: {parsed}"))
-        left = self.limits.episode_s - self._clock.budget_used_s
-        if left <= 0:
-            self.done = True
-            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was done]"),
-                              0.0, True)
-        started = time.monotonic()
-        try:
-            self._desktop.channel.send({"op": "act", "action": action})
-            reply = self._desktop.channel.receive(min(self.limits.step_timeout_s, left) + HOST_GRACE_S)
-            if reply is None:
-                raise SandboxLost("the desktop did not answer the action in time")
-        except SandboxError as exc:
-            self._clock.acting_s += time.monotonic() - started
-            self._end(failure_result(exc, phase="action", acting_s=self._clock.acting_s,
-                                     elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where()))
-            return StepResult(Observation(f"the desktop failed: {exc.reason}"), 0.0, True)
-        self._clock.acting_s += time.monotonic() - started
+        return (None, parsed) if isinstance(parsed, str) else (parsed, None)
+
+    def _exchange(self, action: Any, parsed: Any, timeout_s: float) -> dict:
+        """Send the ``computer`` action (the supervisor checks it again); the settled screen comes back."""
+        self._sandbox.channel.send({"op": "act", "action": action})
+        reply = self._sandbox.channel.receive(timeout_s + HOST_GRACE_S)
+        if reply is None:
+            raise SandboxLost("the desktop did not answer the action in time")
+        return reply
+
+    def _observe(self, parsed: Any, reply: dict, timeout_s: float, took_s: float) -> StepResult:
         if "png" in reply:
-            self.action_timings.append({"action_type": parsed.action_type,
-                                        "round_trip_s": round(time.monotonic() - started, 4),
+            self.action_timings.append({"action_type": parsed.action_type, "round_trip_s": round(took_s, 4),
                                         **{key: reply.get(key) for key in ("act_ms", "settle_ms", "png_ms")},
                                         "png_bytes": len(reply["png"]) * 3 // 4})
         if "error" in reply:
@@ -421,64 +365,16 @@ class DesktopSession:
             self.done = True
         return self._after(Observation(text, (base64.b64decode(reply["png"]),)))
 
-    def _after(self, observation: Observation) -> StepResult:
-        if self.steps >= self.limits.max_steps or self._clock.budget_used_s >= self.limits.episode_s:
-            self.done = True
-        return StepResult(observation, 0.0, self.done)
-
-    def score(self) -> Verdict:
-        """End the episode and score the recorder's log; the same outcome on every call. Raises
-        NoVerdictError when the infrastructure failed."""
-        if self._outcome is None:
-            self.done = True
-            if self._desktop is None:
-                raise RuntimeError("call start() first")
-            if not self.acted:
-                self._end(Verdict(score=0.0, passed=False, error_type="no_action",
-                                  details="the episode ended before the agent took any action", **self._where()))
-            else:
-                self._end(self._verify())
-        if isinstance(self._outcome, NoVerdictError):
-            raise self._outcome
-        return self._outcome
-
     def _verify(self) -> Verdict | NoVerdictError:
+        """Score the recorder's log."""
         try:
-            self._desktop.channel.send({"op": "verify", "verify_timeout_s": self.limits.verify_timeout_s})
-            reply = self._desktop.channel.receive(self.limits.verify_timeout_s + HOST_GRACE_S)
+            self._sandbox.channel.send({"op": "verify", "verify_timeout_s": self.limits.verify_timeout_s})
+            reply = self._sandbox.channel.receive(self._verify_deadline_s())
         except SandboxError as exc:
-            return failure_result(exc, phase="verify", acting_s=self._clock.acting_s,
-                                  elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where())
+            return self._failure(exc, "verify")
         report = (reply or {}).get("report")
         if not isinstance(report, dict):
             return NoVerdictError("verifier_timeout" if reply is None else "verifier_error",
                                   f"the final verification gave no report: {(reply or {}).get('error', '')}",
                                   **self._where())
-        error_type = report.get("error_type")
-        if "score" not in report:
-            return NoVerdictError(error_type or "verifier_error", report.get("details", ""), **self._where())
-        cases = tuple(CaseResult(id=str(c.get("id")), passed=bool(c.get("passed")), expected=c.get("expected"),
-                                 actual=c.get("actual")) for c in report.get("cases", []) if isinstance(c, dict))
-        return Verdict(score=report["score"], passed=report["passed"], error_type=error_type,
-                       details=report.get("details", ""), cases=cases, cases_total=len(cases),
-                       timings={"episode_s": round(self._clock.elapsed_s, 3),
-                                "acting_s": round(self._clock.acting_s, 3), **self.timings},
-                       image_id=self.image_id, image_status=self.image_status, **self._where())
-
-    def _end(self, outcome: Verdict | NoVerdictError) -> None:
-        self._outcome = outcome
-        self.done = True
-        self.gym.monitor.record(not outcome.has_verdict, outcome.error_type)
-        self.close()
-
-    def close(self) -> None:
-        """Remove the container (never reused). Idempotent."""
-        if self._desktop is not None:
-            desktop, self._desktop = self._desktop, None
-            desktop.close()
-
-    def __enter__(self) -> DesktopSession:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return self._scored(report)

@@ -38,7 +38,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import shutdown
 from .environments import Environment, load_environment
@@ -48,7 +48,6 @@ from .verdict import CaseResult, NoVerdictError, Verdict
 
 if TYPE_CHECKING:
     from .client import DeepGym
-    from .sandbox import Sandbox
 
 AGENT_UID = 10000
 VERIFIER_UID = 10002
@@ -78,6 +77,7 @@ EXEC_NOT_STARTED = b"OCI runtime exec failed"
 START_ATTEMPTS = 3
 START_RETRY_S = 0.2
 CUT = "\n[... {count} characters cut ...]\n"
+_Episode = TypeVar("_Episode", bound="BaseSession")
 
 
 @dataclass(frozen=True)
@@ -216,22 +216,20 @@ class _Clock:
         return 0.0 if self.observed is None else time.monotonic() - self.observed
 
 
-class Session:
-    """One episode of a ``session`` environment in its own container. Use it as a context manager, or call
-    :meth:`close`; :meth:`start` first, then :meth:`step` until done, then :meth:`score`."""
+class BaseSession:
+    """What every kind of episode shares: one container, a start, steps until done, and a score, with the
+    rules of each in one place (the budgets, the failure table, the outcome fixed once). A subclass brings
+    its own container and channel: :meth:`_refusal`, :meth:`_open`, :meth:`_parse`, :meth:`_exchange`,
+    :meth:`_observe` and :meth:`_verify`. Use it as a context manager, or call :meth:`close`."""
 
     def __init__(self, gym: DeepGym, env: str | Environment, variant: int = 0):
         self.env = load_environment(env)
-        if self.env.session is None:
-            raise ValueError(f"{self.env.id} is a {self.env.kind} environment, not a session one; "
-                             f"use DeepGym.run for it")
+        refusal = self._refusal(gym)
+        if refusal is not None:
+            raise ValueError(refusal)
         if not 0 <= variant < self.env.variants:
             raise ValueError(f"variant {variant} is out of range: {self.env.id} has {self.env.variants} "
                              f"variant(s), 0 to {self.env.variants - 1}")
-        self.local = gym.provider.name == "local"
-        if self.local and self.env.services:
-            raise ValueError(f"{self.env.id} has services, which need a sandbox's uids; mode='local' has none. "
-                             f"Use mode='docker'")
         self.gym = gym
         self.variant = variant
         self.limits = self.env.session
@@ -239,9 +237,10 @@ class Session:
         self.done = False
         self.image_id: str | None = None
         self.image_status: str | None = None
-        self._box: Sandbox | None = None
-        self.workspace = WORKSPACE
-        """The agent's working directory as its commands see it: the host's path in local mode."""
+        self.timings: dict[str, float] = {}
+        """What the episode measured beyond its clock (a desktop's: whether it was prewarmed, its first
+        screen); the verdict's timings carry it."""
+        self._sandbox: Any = None
         self._clock = _Clock()
         self._lifetime_s = self.limits.episode_s + self._verify_deadline_s() + 3 * HOST_GRACE_S
         self._outcome: Verdict | NoVerdictError | None = None
@@ -258,127 +257,89 @@ class Session:
     def _where(self) -> dict[str, Any]:
         return {"environment": self.env.id, "runtime": self.gym.backend, "variant": self.variant}
 
-    def _spec(self, image_id: str) -> SandboxSpec:
+    def _spec(self, image_id: str, *, memory_mb: int = 0, pids: int = 0) -> SandboxSpec:
+        """The container's spec: the manifest's limits, plus ``memory_mb`` and ``pids`` for what deepgym runs in
+        it beside the agent."""
         from .judging import ENVIRONMENT_LABEL
 
         limits = self.env.limits
-        return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + RUNNER_MEMORY_MB,
-                           pids=limits.pids + RUNNER_PIDS, cpus=limits.cpus, nofile=limits.nofile,
-                           tmpfs_mb=limits.tmpfs_mb, lifetime_s=self._lifetime_s,
-                           labels={ENVIRONMENT_LABEL: self.env.id})
+        return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + memory_mb, pids=limits.pids + pids,
+                           cpus=limits.cpus, nofile=limits.nofile, tmpfs_mb=limits.tmpfs_mb,
+                           lifetime_s=self._lifetime_s, labels={ENVIRONMENT_LABEL: self.env.id})
 
     def start(self) -> Observation:
-        """Create the episode's container and the agent's workspace; returns the first observation. Raises
-        NoVerdictError when the sandbox cannot be made (the container is removed then)."""
-        if self._box is not None or self._outcome is not None:
+        """Make the episode's container ready; returns the first observation. Raises NoVerdictError when the
+        sandbox cannot be made (the container is removed then)."""
+        if self._sandbox is not None or self._outcome is not None:
             raise RuntimeError("this session was started already; open a new one for another episode")
         self._clock = _Clock()
         try:
-            if self.local:  # the host's own files (docs/sessions.md, local mode): unsafe, for development only
-                self._box = self.gym.provider.create(self._spec("host"))
-                self.workspace = str(self._box.root / WORKSPACE.lstrip("/"))
-            else:
-                self.image_id, self.image_status = self.gym.images.resolve(self.gym.provider, self.env)
-                self._box = self.gym.provider.create(self._spec(self.image_id))
-            report, _ = self._session_runner("setup", timeout_s=HOST_GRACE_S + 30)
+            first = self._open()
         except SandboxError as exc:
             if isinstance(exc, ImageMissing):
                 self.gym.images.forget(self.env)
             self._end(failure_result(exc, phase="start", **self._where()))
             raise self._outcome from None
-        if report is None or not report.get("ok"):
-            detail = (report or {}).get("details", "the session runner gave no report")
-            self._end(NoVerdictError("sandbox_start_failure", f"the workspace could not be prepared: {detail}",
-                                     **self._where()))
+        if isinstance(first, str):
+            self._end(NoVerdictError("sandbox_start_failure", first, **self._where()))
             raise self._outcome
-        task = (self.env.path / "start" / str(self.variant) / "TASK.md")
-        text = self.env.prompt.rstrip() + (f"\n\n{task.read_text().rstrip()}" if task.is_file() else "")
         self._clock.observed = time.monotonic()
-        return Observation(f"{text}\n\nYour working directory is {self.workspace}.")
+        return first
 
     def step(self, action: Any) -> StepResult:
-        """Run one shell command as the agent and return what it printed (stdout and stderr together).
+        """Run one action as the agent and return what it sees.
 
         An invalid action comes back as text and counts as a step. A failed action ends the episode (its
         outcome is fixed by :func:`failure_result`; :meth:`score` returns or raises it)."""
-        if self._box is None and self._outcome is None:
+        if self._sandbox is None and self._outcome is None:
             raise RuntimeError("call start() first")
         if self.done or self._outcome is not None:
             raise RuntimeError("the episode is over; call score()")
         self.steps += 1
-        problem = invalid_action(action)
+        parsed, problem = self._parse(action)
         if problem is not None:
-            return self._after(f"invalid action: {problem}")
+            return self._after(Observation(f"invalid action: {problem}"))
         left = self.limits.episode_s - self._clock.budget_used_s
         if left <= 0:
             self.done = True
-            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was run]"),
+            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was done]"),
                               0.0, True)
         timeout = min(self.limits.step_timeout_s, left)
         started = time.monotonic()
-        options = ExecOptions(timeout_s=timeout, user=None if self.local else f"{AGENT_UID}:{AGENT_UID}",
-                              cwd=WORKSPACE,
-                              env={"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "dumb", "LANG": "C.UTF-8",
-                                   "PATH": "/usr/local/bin:/usr/bin:/bin"},
-                              stdout_limit=ACTION_STDOUT_BYTES)
         try:
-            for attempt in range(START_ATTEMPTS):
-                # A command the engine could not start ran nothing, so trying again replays nothing: a busy
-                # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
-                result = self._box.exec(["bash", "-c", "exec 2>&1\n" + action], options)
-                if not not_started(result) or attempt == START_ATTEMPTS - 1:
-                    break
-                time.sleep(START_RETRY_S)
-            if not_started(result):
-                said = result.stdout[:300].decode(errors="replace")
-                raise SandboxLost(f"the action could not start in the sandbox: {said}")
+            reply = self._exchange(action, parsed, timeout)
         except SandboxError as exc:
             self._clock.acting_s += time.monotonic() - started
-            self._fail(exc, "action")
+            self._end(self._failure(exc, "action"))
             return StepResult(Observation(f"the sandbox failed: {exc.reason}"), 0.0, True)
-        self._clock.acting_s += time.monotonic() - started
-        return self._after(self._shown(result, timeout))
+        took = time.monotonic() - started
+        self._clock.acting_s += took
+        return self._observe(parsed, reply, timeout, took)
 
-    def _shown(self, result: ExecResult, timeout: float) -> str:
-        text = result.stdout.decode("utf-8", "replace")
-        if result.stdout_truncated:
-            text += "\n[output beyond 1 MiB dropped]"
-        if result.timed_out:
-            text += ("\n" if text and not text.endswith("\n") else "") + TIMED_OUT.format(seconds=round(timeout, 1))
-        elif result.exit_code:
-            text += f"\n[exit status {result.exit_code}]"
-        return cut_output(text, self.limits.output_chars)
-
-    def _after(self, text: str) -> StepResult:
+    def _after(self, observation: Observation) -> StepResult:
+        """The step's result once the budgets had their say: the step budget and the episode's wall clock."""
         if self.steps >= self.limits.max_steps or self._clock.budget_used_s >= self.limits.episode_s:
             self.done = True
-        return StepResult(Observation(text), 0.0, self.done)
+        return StepResult(observation, 0.0, self.done)
 
     def score(self) -> Verdict:
         """End the episode and verify the state the agent left; the same outcome on every call. Raises
         NoVerdictError when the infrastructure failed."""
         if self._outcome is None:
             self.done = True
-            if self._box is None:
+            if self._sandbox is None:
                 raise RuntimeError("call start() first")
             if not self.acted:
                 self._end(Verdict(score=0.0, passed=False, error_type="no_action",
-                                  details="the episode ended before the agent ran any action", **self._where()))
+                                  details="the episode ended before the agent took any action", **self._where()))
             else:
                 self._end(self._verify())
         if isinstance(self._outcome, NoVerdictError):
             raise self._outcome
         return self._outcome
 
-    def _verify(self) -> Verdict | NoVerdictError:
-        try:
-            report, in_play = self._session_runner("verify", timeout_s=self._verify_deadline_s())
-        except SandboxError as exc:
-            return failure_result(exc, phase="verify", acting_s=self._clock.acting_s,
-                                  elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where())
-        if report is None:
-            error = "verifier_timeout" if not in_play else "sandbox_lost"
-            return NoVerdictError(error, "the final verification gave no report", **self._where())
+    def _scored(self, report: dict[str, Any]) -> Verdict | NoVerdictError:
+        """The outcome a final verification's report gives: its score, or no verdict when it has none."""
         error_type = report.get("error_type")
         if "score" not in report:
             return NoVerdictError(error_type or "verifier_error", report.get("details", ""), **self._where())
@@ -387,12 +348,145 @@ class Session:
         return Verdict(score=report["score"], passed=report["passed"], error_type=error_type,
                        details=report.get("details", ""), cases=cases, cases_total=len(cases),
                        timings={"episode_s": round(self._clock.elapsed_s, 3),
-                                "acting_s": round(self._clock.acting_s, 3)},
+                                "acting_s": round(self._clock.acting_s, 3), **self.timings},
                        image_id=self.image_id, image_status=self.image_status, **self._where())
 
+    def _failure(self, exc: SandboxError, phase: str) -> Verdict | NoVerdictError:
+        """The outcome of a sandbox failure in ``phase`` after the start, by :func:`failure_result`."""
+        return failure_result(exc, phase=phase, acting_s=self._clock.acting_s, elapsed_s=self._clock.elapsed_s,
+                              lifetime_s=self._lifetime_s, **self._where())
+
+    def _end(self, outcome: Verdict | NoVerdictError) -> None:
+        """Fix the episode's outcome, count it, and remove the container."""
+        self._outcome = outcome
+        self.done = True
+        self.gym.monitor.record(not outcome.has_verdict, outcome.error_type)
+        self.close()
+
+    def close(self) -> None:
+        """Remove the container (never reused). Idempotent; call it on every path (the context manager does)."""
+        if self._sandbox is not None:
+            sandbox, self._sandbox = self._sandbox, None
+            sandbox.close()
+
+    def __enter__(self: _Episode) -> _Episode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # What each kind of episode brings ----------------------------------------------------------------------
+
+    def _refusal(self, gym: DeepGym) -> str | None:
+        """Why this episode cannot run ``self.env`` on ``gym`` (shown in a ValueError), or None."""
+        raise NotImplementedError
+
     def _verify_deadline_s(self) -> float:
-        """The host's deadline for a verification: the verifier's limit, every probe's, and slack. The probes
-        run the agent's code, so each may take its whole limit; the deadline never cuts them short."""
+        """The host's deadline for the final verification (the container's lifetime covers it)."""
+        raise NotImplementedError
+
+    def _open(self) -> Observation | str:
+        """Make the container (``self._sandbox``) and show the task: the first observation, or why the
+        sandbox could not be prepared. Raises SandboxError."""
+        raise NotImplementedError
+
+    def _parse(self, action: Any) -> tuple[Any, str | None]:
+        """``action`` as this episode runs it, and why it is invalid (None when it is not)."""
+        raise NotImplementedError
+
+    def _exchange(self, action: Any, parsed: Any, timeout_s: float) -> Any:
+        """Carry out the action within ``timeout_s`` (the step's limit, or what is left of the episode);
+        returns the sandbox's reply. Raises SandboxError when the sandbox broke."""
+        raise NotImplementedError
+
+    def _observe(self, parsed: Any, reply: Any, timeout_s: float, took_s: float) -> StepResult:
+        """The step's result from the sandbox's reply (usually through :meth:`_after`)."""
+        raise NotImplementedError
+
+    def _verify(self) -> Verdict | NoVerdictError:
+        """Run the final verification in the container: its outcome (:meth:`_scored`, :meth:`_failure`)."""
+        raise NotImplementedError
+
+
+class Session(BaseSession):
+    """One episode of a ``session`` environment in its own container. Use it as a context manager, or call
+    :meth:`close`; :meth:`start` first, then :meth:`step` until done, then :meth:`score`."""
+
+    def __init__(self, gym: DeepGym, env: str | Environment, variant: int = 0):
+        self.local = gym.provider.name == "local"
+        self.workspace = WORKSPACE
+        """The agent's working directory as its commands see it: the host's path in local mode."""
+        super().__init__(gym, env, variant)
+
+    def _refusal(self, gym: DeepGym) -> str | None:
+        if self.env.session is None:
+            return f"{self.env.id} is a {self.env.kind} environment, not a session one; use DeepGym.run for it"
+        if self.local and self.env.services:
+            return (f"{self.env.id} has services, which need a sandbox's uids; mode='local' has none. "
+                    f"Use mode='docker'")
+        return None
+
+    def _open(self) -> Observation | str:
+        """Create the episode's container and the agent's workspace."""
+        if not self.local:  # local mode runs on the host's own files (docs/sessions.md): for development only
+            self.image_id, self.image_status = self.gym.images.resolve(self.gym.provider, self.env)
+        spec = self._spec(self.image_id or "host", memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS)
+        self._sandbox = self.gym.provider.create(spec)
+        if self.local:
+            self.workspace = str(self._sandbox.root / WORKSPACE.lstrip("/"))
+        report, _ = self._session_runner("setup", timeout_s=HOST_GRACE_S + 30)
+        if report is None or not report.get("ok"):
+            detail = (report or {}).get("details", "the session runner gave no report")
+            return f"the workspace could not be prepared: {detail}"
+        task = (self.env.path / "start" / str(self.variant) / "TASK.md")
+        text = self.env.prompt.rstrip() + (f"\n\n{task.read_text().rstrip()}" if task.is_file() else "")
+        return Observation(f"{text}\n\nYour working directory is {self.workspace}.")
+
+    def _parse(self, action: Any) -> tuple[Any, str | None]:
+        return action, invalid_action(action)
+
+    def _exchange(self, action: Any, parsed: Any, timeout_s: float) -> ExecResult:
+        """Run the shell command as the agent; stdout and stderr together."""
+        options = ExecOptions(timeout_s=timeout_s, user=None if self.local else f"{AGENT_UID}:{AGENT_UID}",
+                              cwd=WORKSPACE,
+                              env={"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "dumb", "LANG": "C.UTF-8",
+                                   "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                              stdout_limit=ACTION_STDOUT_BYTES)
+        for attempt in range(START_ATTEMPTS):
+            # A command the engine could not start ran nothing, so trying again replays nothing: a busy
+            # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
+            result = self._sandbox.exec(["bash", "-c", "exec 2>&1\n" + action], options)
+            if not not_started(result) or attempt == START_ATTEMPTS - 1:
+                break
+            time.sleep(START_RETRY_S)
+        if not_started(result):
+            said = result.stdout[:300].decode(errors="replace")
+            raise SandboxLost(f"the action could not start in the sandbox: {said}")
+        return result
+
+    def _observe(self, parsed: Any, reply: ExecResult, timeout_s: float, took_s: float) -> StepResult:
+        text = reply.stdout.decode("utf-8", "replace")
+        if reply.stdout_truncated:
+            text += "\n[output beyond 1 MiB dropped]"
+        if reply.timed_out:
+            text += ("\n" if text and not text.endswith("\n") else "") + TIMED_OUT.format(seconds=round(timeout_s, 1))
+        elif reply.exit_code:
+            text += f"\n[exit status {reply.exit_code}]"
+        return self._after(Observation(cut_output(text, self.limits.output_chars)))
+
+    def _verify(self) -> Verdict | NoVerdictError:
+        try:
+            report, in_play = self._session_runner("verify", timeout_s=self._verify_deadline_s())
+        except SandboxError as exc:
+            return self._failure(exc, "verify")
+        if report is None:
+            error = "verifier_timeout" if not in_play else "sandbox_lost"
+            return NoVerdictError(error, "the final verification gave no report", **self._where())
+        return self._scored(report)
+
+    def _verify_deadline_s(self) -> float:
+        """The verifier's limit, every probe's, and slack. The probes run the agent's code, so each may take its
+        whole limit; the deadline never cuts them short."""
         config = json.loads((self.env.tests_dir / "session.json").read_text())
         probes = config.get("probes", {}).get(str(self.variant), [])
         services = sum(service.check_timeout_s for service in self.env.services) + (
@@ -412,8 +506,9 @@ class Session:
         if self.local:
             runner = LOCAL_SESSION_RUNNER
             request.update(unconfined=True, env_dir=str(self.env.tests_dir), start_dir=str(self.env.path / "start"))
-        result = self._box.exec([*runner, command], ExecOptions(stdin=json.dumps(request).encode(),
-                                                                timeout_s=timeout_s, user=None if self.local else "0:0"))
+        options = ExecOptions(stdin=json.dumps(request).encode(), timeout_s=timeout_s,
+                              user=None if self.local else "0:0")
+        result = self._sandbox.exec([*runner, command], options)
         if result.exit_code is None and not result.timed_out:
             raise SandboxLost("the session runner vanished without an exit status")
         events = parse_events(result.stdout, nonce)
@@ -428,26 +523,3 @@ class Session:
                                   f"{result.stderr_tail.strip()[-300:]}")
             return {"error_type": "verifier_error", "details": "the session runner gave no single report"}, in_play
         return reports[0], in_play
-
-    def _fail(self, exc: SandboxError, phase: str) -> None:
-        self._end(failure_result(exc, phase=phase, acting_s=self._clock.acting_s,
-                                 elapsed_s=self._clock.elapsed_s, lifetime_s=self._lifetime_s, **self._where()))
-
-    def _end(self, outcome: Verdict | NoVerdictError) -> None:
-        """Fix the episode's outcome, count it, and remove the container."""
-        self._outcome = outcome
-        self.done = True
-        self.gym.monitor.record(not outcome.has_verdict, outcome.error_type)
-        self.close()
-
-    def close(self) -> None:
-        """Remove the container. Idempotent; call it on every path (the context manager does)."""
-        if self._box is not None:
-            box, self._box = self._box, None
-            box.close()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -7,7 +7,7 @@ import contextlib
 import os
 import socket
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +88,22 @@ def environment(**variables: str) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextlib.contextmanager
+def episode(gym, env, variant: int = 0, *, replaying: str | None = None, then: Iterable[str] = ()) -> Iterator:
+    """A started session of ``env`` (a name or an Environment) after the actions of its
+    ``solutions/<replaying>.json`` for ``variant`` (none when None) and then ``then``; the test's own steps and
+    its score follow inside the block, and the container is removed when it ends."""
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences
+
+    env = load_environment(env)
+    with gym.session(env, variant) as session:
+        session.start()
+        for action in [*(action_sequences(env, replaying)[variant] if replaying else ()), *then]:
+            session.step(action)
+        yield session
 
 
 def verl_reward(env: str, **reward_kwargs) -> Callable[[str], dict]:

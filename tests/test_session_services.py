@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from support import episode
 from deepgym import NoVerdictError
 from deepgym.environments import ManifestError, load_environment, parse_manifest
 from deepgym.images import build
@@ -35,6 +36,12 @@ def write(name: str, code: str) -> str:
     return f"cat > {name} <<'EOF'\n{textwrap.dedent(code)}EOF"
 
 
+def serving(code: str, *, first: str = "", then: str = "") -> str:
+    """An action that writes ``code`` as the service's serve.py and starts the service (``first`` and ``then``
+    around the start)."""
+    return write("serve.py", code) + f"\n{first}deepgym-service start app{then}"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def images():
     build(["shell_fix_config"])
@@ -49,11 +56,7 @@ def services_env(monkeypatch):
 
 
 def test_the_service_survives_the_agent_kill_and_the_verdict_says_what_it_found(gym):
-    env = load_environment("shell_fix_config")
-    with gym.session(env, variant=1) as session:
-        session.start()
-        for action in action_sequences(env, "reference")[1]:
-            session.step(action)
+    with episode(gym, "shell_fix_config", 1, replaying="reference") as session:
         # An agent process of its own, left running: it dies in the kill, the service does not.
         session.step("setsid nohup sleep 1000 >/dev/null 2>&1 & echo left")
         verdict = session.score()
@@ -63,11 +66,7 @@ def test_the_service_survives_the_agent_kill_and_the_verdict_says_what_it_found(
 
 
 def test_a_server_the_agent_backgrounds_itself_does_not_survive_and_scores_zero(gym):
-    env = load_environment("shell_fix_config")
-    with gym.session(env) as session:
-        session.start()
-        for action in action_sequences(env, "wrong_own_background_server")[0]:
-            session.step(action)
+    with episode(gym, "shell_fix_config", replaying="wrong_own_background_server") as session:
         up = session.step("python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:8080/health')"
                           ".status)\"").observation.text
         verdict = session.score()
@@ -77,11 +76,7 @@ def test_a_server_the_agent_backgrounds_itself_does_not_survive_and_scores_zero(
 
 
 def test_the_agent_cannot_signal_or_trace_the_service_or_the_supervisor(gym):
-    env = load_environment("shell_fix_config")
-    with gym.session(env) as session:
-        session.start()
-        for action in action_sequences(env, "reference")[0]:
-            session.step(action)
+    with episode(gym, "shell_fix_config", replaying="reference") as session:
         status = session.step("deepgym-service status inventory").observation.text
         service = status.split("(pid ")[1].split(")")[0]
         supervisor = session.step("cut -d' ' -f1 /tmp/deepgym-services/supervisor.pid").observation.text.strip()
@@ -99,7 +94,6 @@ def test_the_agent_cannot_signal_or_trace_the_service_or_the_supervisor(gym):
 
 
 def test_garbage_and_floods_do_not_bring_the_supervisor_down(gym):
-    env = load_environment("shell_fix_config")
     flood = ("import socket\n"
              "held = []\n"
              "for request in [b'x' * 100000, b'start ../../bin/sh\\n', b'start\\n', b'\\xff\\xfe start inventory\\n',"
@@ -117,10 +111,9 @@ def test_garbage_and_floods_do_not_bring_the_supervisor_down(gym):
              "        pass\n"
              "    held.append(s)\n"
              "print('held', len(held))\n")
-    with gym.session(env) as session:
-        session.start()
+    with episode(gym, "shell_fix_config") as session:
         said = session.step(write("flood.py", flood) + "\npython3 flood.py").observation.text
-        for action in action_sequences(env, "reference")[0]:
+        for action in action_sequences(load_environment("shell_fix_config"), "reference")[0]:
             session.step(action)
         verdict = session.score()
     assert "error: no service '../../bin/sh'" in said and "error: no service 'nothing'" in said, said
@@ -153,14 +146,12 @@ if os.fork() == 0:
 threading.Thread(target=meddle, daemon=True).start()
 http.server.HTTPServer(("127.0.0.1", 8090), H).serve_forever()
 """
-    with gym.session(services_env) as session:
-        session.start()
-        session.step(write("serve.py", hostile) + "\nchmod 777 . && deepgym-service start app")
+    with episode(gym, services_env, then=[serving(hostile, first="chmod 777 . && ")]) as session:
         ticks = session.step("sleep 0.3; wc -c < ticks").observation.text
         report, _ = session._session_runner("verify", timeout_s=60)
-        survivors = session._box.exec(["sh", "-c", "ls -n /proc | grep -c ' 10100 '"],
-                                      ExecOptions(timeout_s=20)).stdout.strip()
-        log = session._box.exec(["cat", "/tmp/deepgym-services/app.log"], ExecOptions(timeout_s=20)).stdout
+        survivors = session._sandbox.exec(["sh", "-c", "ls -n /proc | grep -c ' 10100 '"],
+                                          ExecOptions(timeout_s=20)).stdout.strip()
+        log = session._sandbox.exec(["cat", "/tmp/deepgym-services/app.log"], ExecOptions(timeout_s=20)).stdout
     assert int(ticks) > 5
     assert report["score"] == 1.0 and "still=True" in report["details"], report
     assert survivors == b"0" and b"REACHED" not in log and b'"report"' in log
@@ -170,13 +161,9 @@ def test_a_service_that_hangs_or_crashes_scores_zero(gym, services_env):
     hangs = HEALTHY.replace('self.send_response(200); self.end_headers(); self.wfile.write(b"ok")',
                             "import time; time.sleep(60)") + \
         'http.server.HTTPServer(("127.0.0.1", 8090), H).serve_forever()\n'
-    with gym.session(services_env) as session:
-        session.start()
-        session.step(write("serve.py", hangs) + "\ndeepgym-service start app")
+    with episode(gym, services_env, then=[serving(hangs)]) as session:
         hung = session.score()
-    with gym.session(services_env) as session:
-        session.start()
-        session.step(write("serve.py", SERVE) + "\ndeepgym-service start app")
+    with episode(gym, services_env, then=[serving(SERVE)]) as session:
         session.step("python3 -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:8090/health')\"")
         # The agent's own change makes its service crash on restart.
         session.step("echo 'raise SystemExit(3)' > serve.py && deepgym-service restart app")
@@ -198,9 +185,7 @@ def test_a_service_that_takes_every_pid_is_scored_not_no_verdict(gym, services_e
                          "            time.sleep(0.005)\n"
                          "threading.Thread(target=bomb, daemon=True).start()\n"
                          "http.server.HTTPServer")
-    with gym.session(services_env) as session:
-        session.start()
-        session.step(write("serve.py", bomb) + "\ndeepgym-service start app; sleep 1")
+    with episode(gym, services_env, then=[serving(bomb, then="; sleep 1")]) as session:
         try:
             verdict = session.score()
         except NoVerdictError as failure:
@@ -209,13 +194,9 @@ def test_a_service_that_takes_every_pid_is_scored_not_no_verdict(gym, services_e
 
 
 def test_a_failure_of_the_supervisor_itself_is_no_verdict(gym):
-    env = load_environment("shell_fix_config")
-    with gym.session(env) as session:
-        session.start()
-        for action in action_sequences(env, "reference")[0]:
-            session.step(action)
-        session._box.exec(["sh", "-c", "echo 'Traceback: a bug of ours' > /tmp/deepgym-services/supervisor.failed"],
-                          ExecOptions(timeout_s=20, user="0:0"))
+    with episode(gym, "shell_fix_config", replaying="reference") as session:
+        session._sandbox.exec(["sh", "-c", "echo 'Traceback: a bug of ours' > /tmp/deepgym-services/supervisor.failed"],
+                              ExecOptions(timeout_s=20, user="0:0"))
         with pytest.raises(NoVerdictError) as failure:
             session.score()
     assert failure.value.error_type == "verifier_error" and "a bug of ours" in failure.value.reason

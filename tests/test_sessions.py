@@ -65,7 +65,7 @@ def test_the_reference_episode_scores_one_and_its_container_is_removed(gym, name
     actions = action_sequences(load_environment(name), "reference")[variant]
     with gym.session(name, variant=variant) as session:
         first = session.start()
-        box = session._box.id
+        box = session._sandbox.id
         assert "Your working directory is /tmp/work" in first.text and first.images == ()
         for action in actions:
             assert not session.step(action).done
@@ -114,17 +114,17 @@ def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym)
         count = ["python3", "-c", PROCESSES_OF_AGENT]
         from deepgym.sandbox import ExecOptions
 
-        assert int(session._box.exec(count, ExecOptions(timeout_s=20)).stdout) >= 4
+        assert int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) >= 4
         for _ in range(2):
             report, in_play = session._session_runner("verify", timeout_s=60)
             assert in_play and report["score"] == 1.0, report
-            assert int(session._box.exec(count, ExecOptions(timeout_s=20)).stdout) == 0
+            assert int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) == 0
             size = ["python3", "-c", "import os, time; a = os.stat('/tmp/work/tick.log').st_size; time.sleep(0.5); "
                                      "print(a, os.stat('/tmp/work/tick.log').st_size)"]
-            before, after = session._box.exec(size, ExecOptions(timeout_s=20)).stdout.split()
+            before, after = session._sandbox.exec(size, ExecOptions(timeout_s=20)).stdout.split()
             assert int(before) > 0 and before == after
-            leftovers = session._box.exec(["sh", "-c", "ls -d /tmp/deepgym-verifier-* 2>/dev/null | wc -l"],
-                                          ExecOptions(timeout_s=20)).stdout
+            leftovers = session._sandbox.exec(["sh", "-c", "ls -d /tmp/deepgym-verifier-* 2>/dev/null | wc -l"],
+                                              ExecOptions(timeout_s=20)).stdout
             assert leftovers.strip() == b"0"
         assert session.score().score == 1.0
 
@@ -171,7 +171,7 @@ def test_an_invalid_action_comes_back_as_text_and_the_episode_goes_on(gym):
 def test_an_episode_without_actions_scores_zero(gym):
     with gym.session("shell_repair_script") as session:
         session.start()
-        box = session._box.id
+        box = session._sandbox.id
         verdict = session.score()
     assert (verdict.score, verdict.error_type) == (0.0, "no_action") and gone(box)
 
@@ -200,7 +200,7 @@ def test_row_1_an_engine_lost_mid_episode_gives_no_verdict(gym):
 
     with gym.session("shell_organise_files") as session:
         session.start()
-        box = session._box.id
+        box = session._sandbox.id
         session.step("ls")
         real = gym.provider._api
         gym.provider._api = docker.APIClient(base_url="unix:///nonexistent/docker.sock", version="1.41")
@@ -250,7 +250,7 @@ def test_row_4_a_sandbox_that_dies_under_the_agents_action_scores_zero(gym):
 
     with gym.session("shell_organise_files") as session:
         session.start()
-        box = session._box.id
+        box = session._sandbox.id
         threading.Timer(1.0, lambda: subprocess.run(["docker", "kill", box], capture_output=True, check=False)).start()
         step = session.step("sleep 30")
         assert step.done and "the sandbox failed" in step.observation.text
@@ -298,7 +298,7 @@ def test_verifier_rows(gym, faults, variant, outcome):
     with gym.session(faults, variant=variant) as session:
         session.start()
         session.step("echo yes > done.txt")
-        box = session._box.id
+        box = session._sandbox.id
         if isinstance(outcome, str):
             with pytest.raises(NoVerdictError) as failure:
                 session.score()

@@ -42,6 +42,24 @@ def wait_for(condition, timeout_s: float = 60.0, what: str = "the condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def signalled(script: str, *args: str, containers: int, env: dict[str, str] = ENV,
+              wait_s: float = 60.0) -> tuple[subprocess.Popen, str, str]:
+    """Run ``script`` in a fresh interpreter until it prints ``ready`` and has ``containers`` containers, then
+    SIGTERM it: the ended process, and what it printed afterwards (stdout, stderr)."""
+    program = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = program.stdout.readline().strip()
+        assert first == "ready", program.stderr.read() if program.poll() is not None else first
+        wait_for(lambda: len(containers_of(program.pid)) >= containers, timeout_s=wait_s,
+                 what=f"{containers} containers of the program")
+        program.send_signal(signal.SIGTERM)
+        out, errors = program.communicate(timeout=90)
+    finally:
+        program.kill()
+    return program, out, errors
+
+
 def test_a_signal_runs_the_registered_closers_then_what_the_program_had():
     """No Docker: the closer runs before the program's own handler, and a default SIGTERM still ends the process
     by the signal; DEEPGYM_SIGNAL_HANDLERS=0 leaves the handlers alone."""
@@ -108,15 +126,7 @@ LIBRARY_BATCH = textwrap.dedent("""
 @pytest.mark.docker
 def test_a_default_sigterm_still_ends_the_process_after_its_containers_are_removed():
     ensure_images("coin_change")
-    victim = subprocess.Popen([sys.executable, "-c", LIBRARY_BATCH, RIGHT, SLOW], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        assert victim.stdout.readline().strip() == "ready"
-        wait_for(lambda: len(containers_of(victim.pid)) >= 3, what="running and prewarmed containers")
-        victim.send_signal(signal.SIGTERM)
-        out, errors = victim.communicate(timeout=60)
-    finally:
-        victim.kill()
+    victim, out, errors = signalled(LIBRARY_BATCH, RIGHT, SLOW, containers=3)  # running and prewarmed ones
     assert victim.returncode == -signal.SIGTERM, errors
     assert "not reached" not in out
     assert containers_of(victim.pid) == []
@@ -137,19 +147,34 @@ HOST_HANDLER_BATCH = textwrap.dedent("""
 @pytest.mark.docker
 def test_a_programs_own_sigterm_handler_runs_after_deepgyms_and_run_batch_returns_the_cancelled_samples():
     ensure_images("coin_change")
-    program = subprocess.Popen([sys.executable, "-c", HOST_HANDLER_BATCH, SLOW], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        assert program.stdout.readline().strip() == "ready"
-        wait_for(lambda: len(containers_of(program.pid)) >= 2, what="the batch's containers")
-        program.send_signal(signal.SIGTERM)
-        out, errors = program.communicate(timeout=60)
-    finally:
-        program.kill()
+    program, out, errors = signalled(HOST_HANDLER_BATCH, SLOW, containers=2)  # the batch's
     assert program.returncode == 0, errors
     report = json.loads(out)
     assert report == {"received": [signal.SIGTERM], "outcomes": ["cancelled"] * 4}, "in flight or not started"
     assert containers_of(program.pid) == []
+
+
+DESKTOP_HOLDER = textwrap.dedent("""
+    import time
+    from deepgym import DeepGym
+    gym = DeepGym(mode="docker")
+    session = gym.session("signup_form", 0)
+    session.start()                           # the pool starts a ready desktop behind this episode's
+    print("ready", flush=True)
+    time.sleep(300)
+""")
+
+
+@pytest.mark.docker
+@pytest.mark.desktop
+def test_sigterm_removes_the_episodes_desktop_and_the_prewarmed_one():
+    """The desktop pool registers with the shutdown registry like every other pool: a SIGTERM removes its ready
+    desktop as well as the running episode's, then the default action ends the process."""
+    ensure_images("signup_form")
+    holder, _, errors = signalled(DESKTOP_HOLDER, containers=2, env={**ENV, "DEEPGYM_DESKTOP_PREWARM": "1"},
+                                  wait_s=120)  # the episode's desktop and a prewarmed one
+    assert holder.returncode == -signal.SIGTERM, errors
+    assert containers_of(holder.pid) == []
 
 
 HOLDER = textwrap.dedent("""

@@ -81,6 +81,8 @@ class Episode:
         self.allow_local = allow_local
         self.max_output_chars = max_output_chars
         self.session: AsyncSession | None = None
+        self.kind: str | None = None
+        """The environment's kind once the episode started: a ``desktop`` one's action is the whole call."""
         self.failure: NoVerdictError | None = None
         self.outcome: Verdict | NoVerdictError | None = None
         self.lock = asyncio.Lock()
@@ -96,6 +98,7 @@ class Episode:
             env = dataclasses.replace(env, session=limits)
         client = dgverl.get_client(self.mode, allow_local=True if self.mode == "local" and self.allow_local else None)
         self.session = client.asession(env, variant)  # over a DesktopSession for a desktop env
+        self.kind = env.kind
         return await self.session.start()
 
     async def finish(self) -> Verdict | NoVerdictError:
@@ -206,7 +209,7 @@ class DeepGymSessionTool(BaseTool):
             shown.append(first.text)
             images += _png_images(first)
         # A desktop episode's action is the whole call (action_type, x, y, ...); a shell episode's, its command.
-        step = await episode.session.step(parameters if episode.session.session.env.kind == "desktop" else command)
+        step = await episode.session.step(parameters if episode.kind == "desktop" else command)
         outcome = episode.session.outcome
         if outcome is not None and not outcome.has_verdict:
             episode.failure = outcome

@@ -36,7 +36,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -256,8 +256,6 @@ class DockerProvider(Provider):
         self._lock = threading.Lock()
         shutdown.register(self.close)  # SIGTERM/SIGINT remove this provider's containers (deepgym.shutdown)
         self._warm: WarmPool | None = None
-        self.on_close: list[Callable[[], None]] = []
-        """Called first by :meth:`close`: pools of other kinds (deepgym.desktop's) empty themselves there."""
 
     def warm_pool(self) -> WarmPool:
         """Warm mode's containers (:mod:`deepgym.sandbox.warm`), made on first use."""
@@ -410,8 +408,6 @@ class DockerProvider(Provider):
 
     def close(self) -> None:
         """Remove this run's containers still alive (prewarmed and warm ones too) and close the connection."""
-        for hook in self.on_close:
-            hook()
         if self.prewarm is not None:
             self.prewarm.close()
         if self._warm is not None:

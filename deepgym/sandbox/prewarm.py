@@ -15,6 +15,18 @@ one that waited longer than :data:`MAX_IDLE_S` too. The pool is emptied when its
 SIGTERM or SIGINT (:mod:`deepgym.shutdown`), and at the latest when the interpreter exits; if deepgym is
 killed, its prewarmed runners read end-of-file on their stdin and exit, and the next start-up's reaper removes
 them (their owner label names this process).
+
+**Admission.** A waiting container holds no admission slot (:mod:`deepgym.admission`), and neither does its
+refill; the sample that takes one runs in it under the sample's own slot, like a container started for it.
+Admission bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a
+sample's limits unfair (a busy loop that escapes its timeout, ``host_overloaded``). A waiting runner competes
+for none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory
+(at most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
+containers keep samples waiting (one pool of ``max_parallel`` per kind holds every slot of a host whose bound
+is its CPU count), and handing that slot to the sample that takes it would make one process's pool decide
+when other processes' samples run. Making a container is the engine's work (create, attach, start), not a
+sandbox's: at most :data:`REFILLERS` per provider do it at once, and a sample whose CPU it took is judged by
+the runner's fair-timeout rule like one slowed by any other load.
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ def _apple_fake(scratch: Path) -> Iterator[tuple[Provider, object]]:
     build([env for env in ENVS if env != "base"])
     fake = AppleFake(scratch / "calls.jsonl")
     try:
-        with environment(FAKE_CONTAINER_LOG=str(fake.log)):
+        with environment(**fake.variables()):
             yield AppleProvider(cli=fake.cli), fake
     finally:
         fake.stop()

@@ -5,6 +5,7 @@ Apple's CLI runs only on macOS; what the fake does not prove is in docs/provider
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,8 @@ def fenced(code: str) -> str:
 def fake(tmp_path, monkeypatch):
     build(["coin_change"])
     made = AppleFake(tmp_path / "calls.jsonl")
-    monkeypatch.setenv("FAKE_CONTAINER_LOG", str(made.log))
+    for name, value in made.variables().items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("DEEPGYM_APPLE_CONTAINER", made.cli)
     yield made
     made.stop()
@@ -50,8 +52,7 @@ def test_coin_change_right_wrong_and_looping(fake):
     assert (looping.score, looping.error_type) == (0.0, "solution_timeout")
     runs = [call for call in fake.calls() if call[0] == "run"]
     assert len(runs) == 3 and not any(flag in call for call in runs for flag in DOCKER_ONLY)
-    assert subprocess.run(["docker", "ps", "-q", "--filter", "label=deepgym.test.apple-fake"],
-                          capture_output=True, text=True).stdout == "", "a judged sample left its container"
+    assert fake.containers() == [], "a judged sample left its container"
 
 
 @pytest.mark.parametrize("flag", DOCKER_ONLY[:4])
@@ -81,3 +82,23 @@ def test_hostile_single_turn_cases_get_their_verdict(fake, attack):
     with DeepGym(mode="apple") as gym:
         outcome = gym.judge(attack.env, attack.response)
     assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
+
+
+def test_stopping_a_fake_removes_its_own_containers_and_network_never_another_runs(fake, tmp_path):
+    from deepgym.images import image_name
+
+    other = AppleFake(tmp_path / "other.jsonl")
+    try:
+        for each in (fake, other):
+            command = [each.cli, "run", "-d", "--name", f"apple-fake-{each.run}", image_name("base"), "sleep", "300"]
+            started = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **each.variables()},
+                                     timeout=60)
+            assert started.returncode == 0, started.stderr
+        fake.stop()
+        assert fake.containers() == [] and len(other.containers()) == 1
+        networks = subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}"], capture_output=True,
+                                  text=True, check=True).stdout.split()
+        assert other.network in networks and fake.network not in networks
+    finally:
+        other.stop()
+    assert other.containers() == []

@@ -3,19 +3,33 @@ and delegates to docker), and what a test does to its containers from outside.""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 FAKE_CLI = Path(__file__).resolve().parent / "fakebin" / "container"
-NETWORK = "deepgym-apple-fake"
+MARK = "deepgym.test.apple-fake"
 
 
 class AppleFake:
-    """The fake CLI's path, its call log, and outside actions on a container by name."""
+    """The fake CLI's path, its call log, its own run (the mark of its containers and the name of its network,
+    so that :meth:`stop` removes only what this fake made), and outside actions on a container by name."""
 
     def __init__(self, log: Path):
         self.cli = str(FAKE_CLI)
         self.log = log
+        self.run = os.urandom(6).hex()
+        self.mark = f"{MARK}={self.run}"
+        self.network = f"deepgym-apple-fake-{self.run}"
+
+    def variables(self) -> dict[str, str]:
+        """The environment the fake CLI reads: this fake's call log and run."""
+        return {"FAKE_CONTAINER_LOG": str(self.log), "FAKE_CONTAINER_RUN": self.run}
+
+    def containers(self) -> list[str]:
+        """The ids of this fake's containers, running or not."""
+        return subprocess.run(["docker", "ps", "-aq", "--filter", f"label={self.mark}"], capture_output=True,
+                              text=True, check=True).stdout.split()
 
     def calls(self) -> list[list[str]]:
         import json
@@ -32,9 +46,8 @@ class AppleFake:
         return subprocess.run(["docker", "inspect", name], capture_output=True).returncode != 0
 
     def stop(self) -> None:
-        """Remove the fake's containers and its network."""
-        found = subprocess.run(["docker", "ps", "-aq", "--filter", "label=deepgym.test.apple-fake"],
-                               capture_output=True, text=True).stdout.split()
+        """Remove this fake's containers and its network (never another run's)."""
+        found = self.containers()
         if found:
             subprocess.run(["docker", "rm", "-f", *found], capture_output=True)
-        subprocess.run(["docker", "network", "rm", NETWORK], capture_output=True)
+        subprocess.run(["docker", "network", "rm", self.network], capture_output=True)
