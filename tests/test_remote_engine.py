@@ -143,6 +143,17 @@ def test_an_ssh_host_whose_key_is_not_in_known_hosts_is_no_verdict(ssh_engine, m
 
 
 @pytest.mark.docker
+def test_an_ssh_host_whose_key_changed_is_no_verdict(ssh_engine, monkeypatch, tmp_path):
+    home = ssh_engine.home_with("id_ed25519")
+    other = tmp_path / "other_host_key"
+    assert subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)]).returncode == 0
+    port = ssh_engine.url.rsplit(":", 1)[1]
+    (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{port} {other.with_suffix('.pub').read_text()}")
+    outcome = _over_ssh(ssh_engine.url, home, monkeypatch)
+    assert "is not the one ~/.ssh/known_hosts holds" in str(outcome)
+
+
+@pytest.mark.docker
 def test_an_ssh_host_that_refuses_the_key_is_no_verdict(ssh_engine, monkeypatch, tmp_path):
     home = ssh_engine.home_with("known_hosts")
     key = home / ".ssh" / "id_ed25519"
