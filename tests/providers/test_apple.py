@@ -81,3 +81,19 @@ def test_hostile_single_turn_cases_get_their_verdict(fake, attack):
     with DeepGym(mode="apple") as gym:
         outcome = gym.judge(attack.env, attack.response)
     assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
+
+
+def test_a_session_with_a_service_runs_on_apple(fake):
+    """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
+    service that must survive into grading) scores 1 in an Apple container, its known-wrong one 0."""
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences, replay
+
+    build(["shell_fix_config"])
+    env = load_environment("shell_fix_config")
+    with DeepGym(mode="apple") as apple:
+        right = replay(apple, env, action_sequences(env, "reference")[1], variant=1)
+        wrong = replay(apple, env, action_sequences(env, "wrong_own_background_server")[1], variant=1)
+    assert (right.score, right.runtime) == (1.0, "apple"), right
+    assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong
+    assert any(call[0] == "exec" for call in fake.calls()), "the episode's commands went through the CLI"
