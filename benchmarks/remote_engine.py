@@ -4,39 +4,70 @@
     python benchmarks/remote_engine.py -n 64 --creates 40 --rounds 5
 
 The "remote" engine is a second dockerd on this machine (scripts/second-engine.sh, needs root), reached over
-tcp://127.0.0.1 and over its unix socket; the images are copied to it first. Engines are measured in
+tcp://127.0.0.1, over its unix socket, and over ssh://127.0.0.1 (an sshd of its own, scripts/start-sshd.sh,
+whose sessions' docker CLI talks to that socket; needs the ssh extra); the images are copied to it first. Engines are measured in
 interleaved rounds so that load from elsewhere spreads over all of them. Every verdict is checked (right ->
 1.0, wrong -> below 1.0); a wrong score fails the run, and samples without a verdict are counted by type (a
 host this busy may say ``host_overloaded``, which is no verdict, not a score).
 
 What it says: the cost of the docker provider talking to an engine through docker-py's tcp transport, against
 the unix socket of the same engine (the last line), and how a second daemon compares with the first (the
-overhead column; on a shared machine the first engine also carries everyone else's containers). What it does not say: the latency and bandwidth of a real network
-(each sample makes about six API round trips: create, attach, start, wait, remove, plus the stream), TLS or
-ssh, or a remote host's own load. Add the round-trip time of your network times six per sample to estimate it.
+overhead column; on a shared machine the first engine also carries everyone else's containers), and what ssh
+adds: paramiko's encryption and, per hijacked stream (attach, exec), a new channel and a `docker system
+dial-stdio` process on the far side. What it does not say: the latency and bandwidth of a real network
+(each sample makes about six API round trips: create, attach, start, wait, remove, plus the stream), TLS, or a
+remote host's own load. Add the round-trip time of your network times six per sample to estimate it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
 import statistics
-from collections import Counter
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from deepgym import DeepGym, load_environment
+from deepgym.check import as_response
 from deepgym.images import build, image_name
 from deepgym.sandbox import ExecOptions, SandboxSpec
 from deepgym.sandbox.docker import DockerProvider
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import machine, responses  # noqa: E402 - the sibling benchmark's samples and machine line
+from throughput import machine, solutions  # noqa: E402 - the sibling benchmark's samples and machine line
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "second-engine.sh"
+SSHD = ROOT / "scripts" / "start-sshd.sh"
+
+
+@contextlib.contextmanager
+def home_for(docker_host: str | None, sshd: Path) -> Iterator[None]:
+    """For an ssh:// host, HOME points at a folder whose ~/.ssh holds sshd's client key and known_hosts (what
+    paramiko reads), for the block only."""
+    if not (docker_host or "").startswith("ssh://"):
+        yield
+        return
+    home = sshd.parent / "home"
+    (home / ".ssh").mkdir(parents=True, exist_ok=True)
+    for name in ("id_ed25519", "known_hosts"):
+        shutil.copy(sshd / name, home / ".ssh" / name)
+    before = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = before
 
 
 def per_sample(docker_host: str | None, env: str, samples: list[tuple[str, bool]]) -> tuple[list[float], Counter]:
@@ -84,7 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     env = load_environment(args.env)
     build([env.id])
-    samples = responses(env.id, args.n)
+    samples = [(as_response(env, code), right) for code, right in solutions(env.id, args.n)]
     folder = Path(tempfile.mkdtemp(prefix="dg-engine2-"))
     try:
         started = subprocess.run(["bash", str(SCRIPT), "start", str(folder)], capture_output=True, text=True)
@@ -97,16 +128,23 @@ def main() -> None:
         saved.wait()
         engines = {"local socket (first engine)": None, "second engine, tcp://127.0.0.1": tcp,
                    "second engine, unix socket": f"unix://{folder}/docker.sock"}
+        sshd = subprocess.run(["bash", str(SSHD), "start", str(folder / "sshd"), f"unix://{folder}/docker.sock"],
+                              capture_output=True, text=True)
+        if sshd.returncode != 0:
+            sys.exit(f"sshd did not start: {sshd.stderr}")
+        engines["second engine, ssh://127.0.0.1"] = sshd.stdout.strip()
         latencies: dict[str, list[float]] = {name: [] for name in engines}
         creates: dict[str, list[float]] = {name: [] for name in engines}
         unexpected: dict[str, Counter] = {name: Counter() for name in engines}
         for _ in range(args.rounds):
             for name, host in engines.items():
-                measured, odd = per_sample(host, env.id, samples)
-                latencies[name] += measured
-                unexpected[name] += odd
-                creates[name] += create_to_first_exec(host, env.image, args.creates)
+                with home_for(host, folder / "sshd"):
+                    measured, odd = per_sample(host, env.id, samples)
+                    latencies[name] += measured
+                    unexpected[name] += odd
+                    creates[name] += create_to_first_exec(host, env.image, args.creates)
     finally:
+        subprocess.run(["bash", str(SSHD), "stop", str(folder / "sshd")], capture_output=True)
         subprocess.run(["bash", str(SCRIPT), "stop", str(folder)], capture_output=True)
     print(machine())
     print(f"{env.id}, {args.n} samples and {args.creates} creates per engine and round, {args.rounds} rounds, "
@@ -123,6 +161,9 @@ def main() -> None:
         latencies["second engine, unix socket"])
     print(f"tcp:// against the unix socket of the same engine (the transport alone): {1000 * transport:+.0f} ms "
           "per sample")
+    over_ssh = statistics.median(latencies["second engine, ssh://127.0.0.1"]) - statistics.median(
+        latencies["second engine, unix socket"])
+    print(f"ssh:// against the unix socket of the same engine: {1000 * over_ssh:+.0f} ms per sample")
     wrong = sum(odd["wrong score"] for odd in unexpected.values())
     if wrong:
         sys.exit(f"{wrong} wrong score(s): a defect, never load")

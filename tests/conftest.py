@@ -7,6 +7,7 @@ that skipped them would prove nothing. At the end of the session no container la
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -100,3 +101,46 @@ def second_engine():
         assert not leftovers, f"{len(leftovers)} deepgym container(s) were left on the second engine"
     finally:
         subprocess.run(["bash", str(script), "stop", str(folder)], capture_output=True, timeout=120)
+
+
+@dataclass(frozen=True)
+class SshEngine:
+    """The second engine reached over ssh:// (scripts/start-sshd.sh): an sshd on 127.0.0.1 whose sessions' docker
+    CLI talks to the second engine, and a home folder whose ~/.ssh holds the only key it accepts and its host
+    key in known_hosts, as a user's would. Point HOME at ``home`` for paramiko to use them."""
+
+    url: str  # ssh://root@127.0.0.1:PORT
+    folder: Path
+    home: Path
+
+    def home_with(self, *files: str) -> Path:
+        """Another home folder whose ~/.ssh holds only ``files`` of the server's folder (id_ed25519,
+        known_hosts), for the tests of a missing host key or key."""
+        home = Path(tempfile.mkdtemp(prefix="dg-ssh-home-", dir=self.folder.parent))
+        (home / ".ssh").mkdir(mode=0o700)
+        for name in files:
+            shutil.copy(self.folder / name, home / ".ssh" / name)
+        return home
+
+
+@pytest.fixture(scope="session")
+def ssh_engine(second_engine):
+    """The second engine behind an sshd of its own, started once per session and stopped after it."""
+    if importlib.util.find_spec("paramiko") is None:
+        reason = "ssh:// needs paramiko (pip install 'deepgym[ssh]')"
+        if IN_CI:
+            pytest.fail(f"CI=true: {reason}")
+        pytest.skip(reason)
+    script = ROOT / "scripts" / "start-sshd.sh"
+    parent = Path(tempfile.mkdtemp(prefix="dg-sshd-"))
+    folder = parent / "sshd"
+    try:
+        behind = f"unix://{second_engine.folder}/docker.sock"
+        started = subprocess.run(["bash", str(script), "start", str(folder), behind], capture_output=True, text=True,
+                                 timeout=300)
+        assert started.returncode == 0, f"sshd did not start: {started.stderr}"
+        engine = SshEngine(started.stdout.strip(), folder, Path())
+        yield SshEngine(engine.url, folder, engine.home_with("id_ed25519", "known_hosts"))
+    finally:
+        subprocess.run(["bash", str(script), "stop", str(folder)], capture_output=True, timeout=60)
+        shutil.rmtree(parent, ignore_errors=True)

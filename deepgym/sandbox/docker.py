@@ -48,6 +48,7 @@ from .. import shutdown
 from ..admission import engine_key
 from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
+from . import ssh
 from .prewarm import REFILLERS, Attached, Prewarm, prewarm_size
 from .warm import WarmPool
 
@@ -157,9 +158,9 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
 
 
 @contextlib.contextmanager
-def translate_errors(phase: str) -> Iterator[None]:
-    """Map docker, requests and socket errors to the sandbox errors, once. ``phase`` is "start" before the
-    sandbox started and "run" after."""
+def translate_errors(phase: str, engine: str | None = None) -> Iterator[None]:
+    """Map docker, requests, socket and (for an ``engine`` URL of ssh://) ssh errors to the sandbox errors, once.
+    ``phase`` is "start" before the sandbox started and "run" after."""
     try:
         yield
     except SandboxError:
@@ -177,6 +178,11 @@ def translate_errors(phase: str) -> Iterator[None]:
         raise ProviderUnavailable(f"the Docker engine did not answer in time: {exc}") from None
     except docker.errors.DockerException as exc:
         raise ProviderUnavailable(f"cannot talk to the Docker engine: {exc}") from None
+    except Exception as exc:
+        reason = ssh.failure(exc, engine)
+        if reason is None:
+            raise
+        raise ProviderUnavailable(reason) from None
 
 
 def process_start_time(pid: int) -> str | None:
@@ -223,12 +229,9 @@ def owner_alive(owner: str, host: str, namespace: str) -> bool:
 def engine_options(docker_host: str | None) -> dict[str, Any]:
     """docker-py's connection settings for the engine at ``docker_host`` (DOCKER_HOST's syntax), or the one the
     environment names (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) when None. TLS settings come from the
-    environment either way. ``ssh://`` runs the system's ``ssh`` (its config, keys and agent), so no paramiko."""
+    environment either way. ``ssh://`` goes through paramiko (:mod:`deepgym.sandbox.ssh`)."""
     environment = {**os.environ, "DOCKER_HOST": docker_host} if docker_host else None
-    options = docker.utils.kwargs_from_env(environment=environment)
-    if str(options.get("base_url", "")).startswith("ssh://"):
-        options["use_ssh_client"] = True
-    return options
+    return docker.utils.kwargs_from_env(environment=environment)
 
 
 class DockerProvider(Provider):
@@ -242,13 +245,16 @@ class DockerProvider(Provider):
     def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,
                  docker_host: str | None = None):
         self.docker_host = docker_host
+        self.engine = docker_host or os.environ.get("DOCKER_HOST")
+        """The engine's URL, None for the local socket."""
+        ssh.require_transport(self.engine)
         self.max_parallel = max_parallel
         self.run_id = os.urandom(6).hex()
         self.host = socket.gethostname()
         self.namespace = pid_namespace()
         self.owner = owner_label(os.getpid())
         self.attach = attach if attach is not None else os.environ.get(EXEC_PATH_VARIABLE) != "1"
-        self.admission_key = engine_key(docker_host or os.environ.get("DOCKER_HOST"))
+        self.admission_key = engine_key(self.engine)
         size = prewarm_size(prewarm, max_parallel) if self.attach else 0
         self.prewarm = Prewarm(self, size) if size else None
         self._pool = max_parallel + 4 + (REFILLERS if size else 0)
@@ -268,7 +274,7 @@ class DockerProvider(Provider):
         """The engine's API client, created on first use and again after a failure (the engine may return)."""
         with self._lock:
             if self._api is None:
-                with translate_errors("start"):
+                with translate_errors("start", self.engine):
                     client = docker.APIClient(**engine_options(self.docker_host), version=API_VERSION,
                                               max_pool_size=self._pool)
                 self._api = client
@@ -281,7 +287,7 @@ class DockerProvider(Provider):
         connects afresh (a client another thread already made since then is kept)."""
         api: docker.APIClient | None = None
         try:
-            with translate_errors(phase):
+            with translate_errors(phase, self.engine):
                 api = self.api()
                 yield api
         except ProviderUnavailable:

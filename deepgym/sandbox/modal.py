@@ -41,6 +41,11 @@ from .remote import Remote, RemoteSandbox, create_sandbox
 
 APP = "deepgym"
 IMAGES = "deepgym-images"
+# Modal's client retries its first connection for 63 s (``create_channel_with_fallbacks`` in
+# modal/_utils/grpc_utils.py) and has no setting to shorten that. After a client could not be made, the samples
+# that follow within this many seconds get the same ProviderUnavailable at once instead of 63 s each, one
+# after another (making the client is serialised).
+FAILED_CONNECT_REMEMBERED_S = 30.0
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
 
@@ -104,25 +109,36 @@ class ModalProvider(Provider):
         self.max_parallel = max_parallel
         self._client: Any = None
         self._app: Any = None
+        self._failed_connect: tuple[float, str] | None = None
+        """When making the client last failed (time.monotonic()) and why."""
         self._images: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def client(self) -> tuple[Any, Any]:
         """Modal's client and the ``deepgym`` App, made on first use: missing tokens are every sample's
-        ``daemon_unavailable``."""
+        ``daemon_unavailable``, and so is a failure to connect for FAILED_CONNECT_REMEMBERED_S after it."""
         with self._lock:
             if self._client is None:
                 if not (self.token_id and self.token_secret):
                     raise ProviderUnavailable("MODAL_TOKEN_ID and MODAL_TOKEN_SECRET are not set: mode 'modal' "
                                               "needs the account's token (`modal token new` writes one)")
-                with translate_errors(self.sdk, "start"):
-                    client = self.sdk.Client.from_credentials(self.token_id, self.token_secret)
-                    try:
-                        self._app = self.sdk.App.lookup(APP, create_if_missing=True, client=client)
-                    except BaseException:
-                        client.close()
-                        raise
-                self._client = client
+                if self._failed_connect is not None:
+                    ago = time.monotonic() - self._failed_connect[0]
+                    if ago < FAILED_CONNECT_REMEMBERED_S:
+                        raise ProviderUnavailable(f"{self._failed_connect[1]} (the last try, {ago:.0f} s ago; "
+                                                  f"the next in {FAILED_CONNECT_REMEMBERED_S - ago:.0f} s)")
+                try:
+                    with translate_errors(self.sdk, "start"):
+                        client = self.sdk.Client.from_credentials(self.token_id, self.token_secret)
+                        try:
+                            self._app = self.sdk.App.lookup(APP, create_if_missing=True, client=client)
+                        except BaseException:
+                            client.close()
+                            raise
+                except ProviderUnavailable as failure:
+                    self._failed_connect = (time.monotonic(), str(failure))
+                    raise
+                self._client, self._failed_connect = client, None
             return self._client, self._app
 
     def registry(self) -> Any:

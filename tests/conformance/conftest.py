@@ -1,8 +1,9 @@
 """The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default
-``docker,local,docker-remote,daytona-standin,e2b-standin,modal-standin,apple-fake``) or ``--provider NAME`` (repeatable)
+``docker,local,docker-remote,docker-ssh,daytona-standin,e2b-standin,modal-standin,apple-fake``) or ``--provider NAME`` (repeatable)
 chooses the providers; docker runs both ways: ``docker-attach`` (Provider.run's attached main process) and
 ``docker-exec`` (the generic create-and-exec path); ``docker-remote`` is the docker provider on a second engine
-reached over tcp:// (scripts/second-engine.sh), as a remote host would be.
+reached over tcp:// (scripts/second-engine.sh), as a remote host would be, and ``docker-ssh`` the same engine
+reached over ssh:// through an sshd of the tests' own (scripts/start-sshd.sh).
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ E2B_CANNOT = {
 }
 
 
-DEFAULT = "docker,local,docker-remote,daytona-standin,e2b-standin,modal-standin,apple-fake"
+DEFAULT = "docker,local,docker-remote,docker-ssh,daytona-standin,e2b-standin,modal-standin,apple-fake"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--provider", action="append", default=[],
-                     help="a provider for tests/conformance (docker, local, docker-remote, daytona-standin, "
+                     help="a provider for tests/conformance (docker, local, docker-remote, docker-ssh, daytona-standin, "
                           "e2b-standin, modal-standin, apple-fake, daytona, e2b, modal, apple); repeatable")
 
 
@@ -103,14 +104,20 @@ class Target:
 @pytest.fixture(scope="module")
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     name: str = request.param
-    if name == "docker-remote":
+    scope = contextlib.ExitStack()
+    if name in ("docker-remote", "docker-ssh"):
         from deepgym.images import build, image_name
         from deepgym.sandbox.docker import DockerProvider
 
         engine = request.getfixturevalue("second_engine")
         build(["coin_change", "prog_max_subarray"])
         engine.load(*(image_name(image) for image in ("base", "coin_change", "prog_max_subarray")))
-        provider = DockerProvider(docker_host=engine.host)
+        host = engine.host
+        if name == "docker-ssh":
+            ssh = request.getfixturevalue("ssh_engine")
+            scope.enter_context(environment(HOME=str(ssh.home)))  # its ~/.ssh: the key and known_hosts
+            host = ssh.url
+        provider = DockerProvider(docker_host=host)
         target = Target(name, provider, provider.image(image_name("base")).id, "python3", True,
                         cli=("docker", "--host", engine.host))
     elif name.startswith("docker"):
@@ -137,6 +144,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield target
     finally:
         provider.close()
+        scope.close()
 
 
 def _needs_sdk(extra: str, *modules: str) -> None:

@@ -270,14 +270,25 @@ def test_an_attached_run_removed_mid_run_is_a_typed_infrastructure_error(target)
                     "create+exec")
     from deepgym.sandbox.docker import LABEL
 
-    def remove() -> None:
-        found = subprocess.run([*target.cli, "ps", "-q", "--filter", f"label={LABEL}={target.provider.run_id}"],
-                               capture_output=True, text=True).stdout.split()
-        subprocess.run([*target.cli, "rm", "-f", *found], capture_output=True)
+    returned = threading.Event()
 
-    threading.Timer(1.5, remove).start()
-    with pytest.raises(SandboxLost):
-        target.provider.run(target.spec(), target.py("import time\ntime.sleep(30)"), options())
+    def remove() -> None:
+        """From 1.5 s on, until the run returns: on a loaded machine or a slow transport (ssh) the run's
+        container may not exist yet at the first look."""
+        while not returned.wait(0.5):
+            found = subprocess.run([*target.cli, "ps", "-q", "--filter", f"label={LABEL}={target.provider.run_id}"],
+                                   capture_output=True, text=True).stdout.split()
+            if found:
+                subprocess.run([*target.cli, "rm", "-f", *found], capture_output=True)
+
+    remover = threading.Timer(1.0, remove)
+    remover.start()
+    try:
+        with pytest.raises(SandboxLost):
+            target.provider.run(target.spec(), target.py("import time\ntime.sleep(30)"), options())
+    finally:
+        returned.set()
+        remover.join()
 
 
 def _gone(target, box) -> bool:

@@ -164,3 +164,32 @@ def test_verls_reward_kwargs_mode_modal(case):
     assert looping["error_type"] == "solution_timeout"
     assert sum(1 for name, _ in case.standin.requests if name == "SandboxCreateV2") == before + 3, \
         "all three were judged through Modal"
+
+
+@pytest.mark.parametrize("case", MODAL, indirect=True)
+def test_a_session_with_a_service_runs_on_modal(case):
+    """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
+    service that must survive into grading) scores 1 in a Modal sandbox, its known-wrong one 0."""
+    from pathlib import Path
+
+    from standins import publish
+
+    from deepgym import DeepGym
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences, replay
+
+    manifest = publish(case.standin, ["base", "shell_fix_config"],
+                       Path(case.standin.manifest).with_name("session.json"))
+    registrar = case.provider()
+    try:
+        register("modal", ["shell_fix_config"], manifest, provider=registrar)
+    finally:
+        registrar.close()
+    env = load_environment("shell_fix_config")
+    before = sum(1 for name, _ in case.standin.requests if name == "SandboxCreateV2")
+    with DeepGym(mode="modal") as gym:
+        right = replay(gym, env, action_sequences(env, "reference")[1], variant=1)
+        wrong = replay(gym, env, action_sequences(env, "wrong_own_background_server")[1], variant=1)
+    assert (right.score, right.runtime) == (1.0, "modal"), right
+    assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong
+    assert sum(1 for name, _ in case.standin.requests if name == "SandboxCreateV2") > before, "it ran on Modal"

@@ -5,9 +5,12 @@ tool calls, against real containers."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib.util
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -248,3 +251,65 @@ def test_mode_local_with_the_opt_in_runs_the_episode_on_the_host(tmp_path, monke
                          tool_config=local_tool_config(tmp_path, allow_unsafe_local=True))
     assert output.reward_score == 1.0 and output.extra_fields["reward_extra_info"]["error_type"] == ""
     assert "/deepgym-local-" in seen_by_model(server) and episode_count() == 0
+
+
+@contextlib.contextmanager
+def sandboxes_of(mode: str, scratch: Path):
+    """Mode ``mode``'s test double for as long as the block runs: Apple's fake CLI, or the Modal stand-in with
+    shell_organise_files registered; the settings DeepGym(mode) reads are in os.environ meanwhile. Yields how
+    many sandboxes the double has made so far."""
+    if str(ROOT / "tests" / "providers") not in sys.path:
+        sys.path.append(str(ROOT / "tests" / "providers"))  # the stand-ins
+    from support import IN_CI, environment
+
+    if mode == "apple":
+        from standins.apple import AppleFake
+
+        fake = AppleFake(scratch / "calls.jsonl")
+        try:
+            with environment(FAKE_CONTAINER_LOG=str(fake.log), DEEPGYM_APPLE_CONTAINER=fake.cli):
+                yield lambda: sum(1 for call in fake.calls() if call[0] == "run")
+        finally:
+            fake.stop()
+        return
+    if importlib.util.find_spec("modal") is None:
+        (pytest.fail if IN_CI else pytest.skip)("modal is not installed (pip install 'deepgym[modal]')")
+    from standins import publish
+    from standins.modal import ModalStandIn
+
+    from deepgym.registration import register
+    from deepgym.sandbox.modal import ModalProvider
+
+    standin = ModalStandIn().start()
+    try:
+        with environment(MODAL_SERVER_URL=standin.url, MODAL_TOKEN_ID=standin.token_id,
+                         MODAL_TOKEN_SECRET=standin.token_secret):
+            registrar = ModalProvider()
+            try:
+                register("modal", ["shell_organise_files"],
+                         publish(standin, ["base", "shell_organise_files"], scratch / "pushed.json"), provider=registrar)
+            finally:
+                registrar.close()
+            yield lambda: sum(1 for name, _ in standin.requests if name == "SandboxCreateV2")
+    finally:
+        standin.stop()
+
+
+@pytest.mark.parametrize("mode", ["apple", "modal"])
+def test_the_tools_mode_runs_the_episode_in_that_modes_sandboxes(mode, tmp_path):
+    """``mode:`` in the tool config is any mode with a sandbox: here Apple's (a fake CLI that delegates to
+    docker) and Modal's (the stand-in of its API); the reference episode earns 1 there."""
+    row = dataset_row(tmp_path, "shell_organise_files", variant=1)
+    actions = action_sequences(load_environment("shell_organise_files"), "reference")[1]
+    server = Server(*map(call, actions), "All files are sorted.")
+    config = tmp_path / "tool.yaml"
+    config.write_text(Path(dgverl.session_tool_config_path()).read_text().replace("mode: docker", f"mode: {mode}"))
+    with sandboxes_of(mode, tmp_path) as made:
+        before = made()
+        try:
+            output = run_episode(session_config(use_v1=True), row, server, tool_config=str(config))
+        finally:
+            dgverl.reset_clients()
+        assert made() == before + 1, f"the episode ran in one sandbox of {mode}'s"
+    assert output.reward_score == 1.0, output.extra_fields["reward_extra_info"]
+    assert episode_count() == 0
