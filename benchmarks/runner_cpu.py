@@ -16,6 +16,9 @@ submission's workers and zygotes):
   left out).
 - ``python3 -c pass`` in the strict container: the floor of one interpreter start.
 
+``--tags A B`` measures the images of two DEEPGYM_TAGs (two checkouts' runners, built beforehand) sample by
+sample, round robin, so that a change in the host's load hits both alike.
+
 Every verdict is checked (a right answer must score 1.0, a wrong one below): a fast wrong runner fails. Needs
 the images built with this checkout's DEEPGYM_TAG (``deepgym images build coin_change prog_max_subarray``) and
 a cgroup v1 or v2 hierarchy that the host can read for the warm rows.
@@ -106,56 +109,83 @@ def strict_ms(provider: DockerProvider, spec, argv: list[str], stdin: bytes) -> 
     return int(lines[0].split()[1]) / 1e6, result.stdout
 
 
+def image_of(provider: DockerProvider, env, tag: str | None) -> str:
+    """The id of ``env``'s image with ``tag`` (None: this checkout's DEEPGYM_TAG). Another tag's image holds
+    another checkout's runner, which the image's content hash counts: it is "stale" here, and allowed."""
+    if tag is None:
+        return Images().resolve(provider, env)[0]
+    return Images(pinned={env.id: f"deepgym-{env.id}:{tag}"}, allow_stale_image=True).resolve(provider, env)[0]
+
+
+def lines_for(provider: DockerProvider, env_name: str, rows: list[str], tags: list[str | None]):
+    """(label, measure) for each line of ``env_name``: ``measure()`` judges one sample and returns its ms."""
+    env = load_environment(env_name)
+    found = env.solutions()
+    wrong = sorted(name for name in found if name.startswith("wrong_"))
+    answers = [("right", found["reference"].read_text(), True)]
+    if wrong and env.kind == "function":
+        answers.append(("wrong", found[wrong[0]].read_text(), False))
+    for tag in tags:
+        spec = sandbox_spec(env, image_of(provider, env, tag))
+        named = f"{env_name}{'' if tag is None else ':' + tag}"
+        if "strict" in rows:
+            yield f"{named} python3 -c pass", lambda spec=spec: strict_ms(
+                provider, spec, ["python3", "-I", "-B", "-c", "pass"], b"")[0]
+        for label, code, right in answers:
+            if "strict" in rows:
+                def strict(spec=spec, code=code, right=right, label=f"{named} {label} strict") -> float:
+                    request = request_for(env, code)
+                    ms, stdout = strict_ms(provider, spec, list(IMAGE_RUNNER), request.to_json().encode() + b"\n")
+                    check(report_of(stdout, request.nonce), right, label)
+                    return ms
+                yield f"{named} {label} strict", strict
+            if "warm" in rows:
+                yield f"{named} {label} warm", warm_measure(provider, env, spec, code, right, f"{named} {label} warm")
+
+
+def warm_measure(provider: DockerProvider, env, spec, code: str, right: bool, label: str):
+    """``measure()`` for one warm sample in the pool's container of ``spec`` (started by a first sample here)."""
+    pool = provider.warm_pool()
+    kind = key(spec, WARM_RUNNER, ExecOptions(timeout_s=0))
+
+    def judged() -> None:
+        request = request_for(env, code)
+        result = pool.run(spec, WARM_RUNNER, request, request.limits.host_deadline_s)
+        check(report_of(result.stdout, request.nonce), right, label)
+
+    judged()
+
+    def measure() -> float:
+        idle = pool._idle.get(kind, [])
+        if not idle:
+            raise SystemExit(f"{label}: the warm container retired after a sample: see the server's retire line")
+        before = host_counter_ns(idle[0].box.container)
+        judged()
+        return (host_counter_ns(idle[0].box.container) - before) / 1e6
+
+    return measure
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=9, help="samples per line (default: %(default)s)")
     parser.add_argument("--envs", nargs="+", default=["coin_change", "prog_max_subarray"])
     parser.add_argument("--rows", nargs="+", default=["strict", "warm"], choices=["strict", "warm"])
+    parser.add_argument("--tags", nargs="+", default=None,
+                        help="compare the images of these DEEPGYM_TAGs, sample by sample (default: this one's)")
     args = parser.parse_args()
     provider = DockerProvider(max_parallel=1, attach=True, prewarm=0)
-    images = Images()
-    figures: list[tuple[str, float, float]] = []
+    spent: dict[str, list[float]] = {}
     try:
-        for env_name in args.envs:
-            env = load_environment(env_name)
-            image_id, _ = images.resolve(provider, env)
-            spec = sandbox_spec(env, image_id)
-            found = env.solutions()
-            wrong = sorted(name for name in found if name.startswith("wrong_"))
-            answers = [("right", found["reference"].read_text(), True)]
-            if wrong and env.kind == "function":
-                answers.append(("wrong", found[wrong[0]].read_text(), False))
-            if "strict" in args.rows:
-                floor = [strict_ms(provider, spec, ["python3", "-I", "-B", "-c", "pass"], b"")[0] for _ in range(args.n)]
-                figures.append((f"{env_name} python3 -c pass", statistics.median(floor), min(floor)))
-            for label, code, right in answers:
-                if "strict" in args.rows:
-                    spent = []
-                    for _ in range(args.n):
-                        request = request_for(env, code)
-                        ms, stdout = strict_ms(provider, spec, list(IMAGE_RUNNER), request.to_json().encode() + b"\n")
-                        check(report_of(stdout, request.nonce), right, f"strict {env_name} {label}")
-                        spent.append(ms)
-                    figures.append((f"{env_name} {label} strict", statistics.median(spent), min(spent)))
-                if "warm" in args.rows:
-                    pool = provider.warm_pool()
-                    spent = []
-                    for index in range(args.n + 1):
-                        request = request_for(env, code)
-                        idle = pool._idle.get(key(spec, WARM_RUNNER, ExecOptions(timeout_s=0)), [])
-                        before = host_counter_ns(idle[0].box.container) if idle else None
-                        result = pool.run(spec, WARM_RUNNER, request, request.limits.host_deadline_s)
-                        check(report_of(result.stdout, request.nonce), right, f"warm {env_name} {label}")
-                        if before is not None and index:
-                            spent.append((host_counter_ns(idle[0].box.container) - before) / 1e6)
-                    if not spent:
-                        raise SystemExit("the warm container retired after every sample: see the server's retire line")
-                    figures.append((f"{env_name} {label} warm", statistics.median(spent), min(spent)))
+        lines = [line for env_name in args.envs for line in lines_for(provider, env_name, args.rows, args.tags or [None])]
+        for _ in range(args.n):  # round robin: a change in the host's load hits every line alike
+            for label, measure in lines:
+                spent.setdefault(label, []).append(measure())
     finally:
         provider.close()
     print(f"container CPU ms per sample, median (min) of {args.n}; load average {os.getloadavg()[0]:.2f}")
-    for label, median, least in figures:
-        print(f"  {label:<40} {median:7.1f} ms  ({least:.1f})")
+    for label, values in spent.items():
+        print(f"  {label:<44} {statistics.median(values):7.1f} ms  ({min(values):.1f})")
     return 0
 
 

@@ -20,14 +20,11 @@ from __future__ import annotations
 import functools
 import os
 import selectors
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .privileges import await_exits, kill_uid, make_dir, remove_dir
 from .protocol import DEFAULT_UID, Limits
@@ -38,19 +35,19 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # share of its address-space limit was growing into its memory limit (see growing_into_memory_limit).
 KERNEL_CPU_SHARE = 0.5
 MEMORY_LIMIT_SHARE = 0.25
-PSI_CPU = Path("/proc/pressure/cpu")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
+PSI_CPU = "/proc/pressure/cpu"
+CGROUP_ROOT = "/sys/fs/cgroup"
 # The counters the runner reads, per cgroup version: (controller folder, file). v1 mounts one folder per
 # controller; v2 has one unified folder.
-_CPU_FILES = ((CGROUP_ROOT / "cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.stat"))  # ns; usage_usec line
-_MEMORY_FILES = ((CGROUP_ROOT / "memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
+_CPU_FILES = ((f"{CGROUP_ROOT}/cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.stat"))  # ns; usage_usec line
+_MEMORY_FILES = ((f"{CGROUP_ROOT}/memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
 # Seconds kill_all keeps sweeping before it gives up on processes that will not die (zombies nobody reaps).
 KILL_WAIT_S = 2.0
 # Seconds a sweep lets the processes it signalled die before it forks the atomic killer for any left.
 SWEEP_SETTLE_S = 0.1
 
 
-def _read_bytes(path: Path | str) -> bytes | None:
+def _read_bytes(path: str) -> bytes | None:
     """The whole file, or None when it cannot be read. Plain system calls: the runner reads a few /proc and
     cgroup files on every 20 ms tick, where pathlib's text layer costs more than the reads."""
     try:
@@ -68,7 +65,7 @@ def _read_bytes(path: Path | str) -> bytes | None:
     return b"".join(chunks)
 
 
-def _read(path: Path | str) -> str | None:
+def _read(path: str) -> str | None:
     data = _read_bytes(path)
     return None if data is None else data.decode("utf-8", "replace")
 
@@ -111,16 +108,16 @@ def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
 
 
 @functools.cache
-def _trusted(folder: Path) -> bool:
+def _trusted(folder: str) -> bool:
     """Whether the counters under ``folder`` are this container's own (see :func:`own_cgroup_mount`); a
     folder reached through a symlink (v1's cpuacct -> cpu,cpuacct) is judged by its mount."""
-    proc_cgroup, mountinfo = _read(Path("/proc/self/cgroup")), _read(Path("/proc/self/mountinfo"))
+    proc_cgroup, mountinfo = _read("/proc/self/cgroup"), _read("/proc/self/mountinfo")
     if proc_cgroup is None or mountinfo is None:
         return False
     return own_cgroup_mount(proc_cgroup, mountinfo, os.path.realpath(folder))
 
 
-def _cgroup_text(files: tuple[tuple[Path, str], ...]) -> tuple[int, str] | None:
+def _cgroup_text(files: tuple[tuple[str, str], ...]) -> tuple[int, str] | None:
     """(index of the version that answered, the file's text) for the first of ``files`` that exists in a
     cgroup this container owns, or None: counters that may be the host's are never read."""
     for index, (folder, name) in enumerate(files):
@@ -131,9 +128,9 @@ def _cgroup_text(files: tuple[tuple[Path, str], ...]) -> tuple[int, str] | None:
 
 
 @functools.cache
-def _cgroup_procs_file() -> Path | None:
+def _cgroup_procs_file() -> str | None:
     """The ``cgroup.procs`` beside the CPU counter the runner reads, or None without one."""
-    return next((folder / "cgroup.procs" for folder, name in _CPU_FILES if (folder / name).exists()), None)
+    return next((f"{folder}/cgroup.procs" for folder, name in _CPU_FILES if os.path.exists(f"{folder}/{name}")), None)
 
 
 def cgroup_cpu_s() -> float | None:
@@ -165,7 +162,7 @@ def cgroup_memory_limit_hits() -> int | None:
         return None
     version, text = found
     if version == 0:
-        failcnt = _read(_MEMORY_FILES[0][0] / "memory.failcnt")
+        failcnt = _read(f"{_MEMORY_FILES[0][0]}/memory.failcnt")
         return None if failcnt is None else int(failcnt)
     return sum(_keyed(text, key) or 0 for key in ("max", "oom"))
 
@@ -228,7 +225,7 @@ def process_uid(pid: int | str) -> int | None:
 
 def _memory_peak(pid: int) -> tuple[int, int] | None:
     """(peak resident memory, RLIMIT_AS) of ``pid`` in bytes, or None when unknown or unlimited."""
-    status, limits = _read(Path(f"/proc/{pid}/status")), _read(Path(f"/proc/{pid}/limits"))
+    status, limits = _read(f"/proc/{pid}/status"), _read(f"/proc/{pid}/limits")
     if status is None or limits is None:
         return None
     peak = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
@@ -871,6 +868,10 @@ class HostOverloaded(Exception):
     """A wall-clock limit fired while the host starved the submission of CPU: nobody can be judged."""
 
 
+class BrokenTests(RuntimeError):
+    """The trusted tests themselves failed (a dataset row's test code): the runner's side, so no verdict."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     """The folders of one sample, all fresh and all removed afterwards (:meth:`remove`).
@@ -906,13 +907,16 @@ class Workspace:
                     if path == applier_dir:
                         remove_dir(sandbox.uid, scratch)
                     return problem
-        runner = tempfile.mkdtemp(prefix="deepgym-runner-", dir=root)
-        os.chmod(runner, 0o711)
+        runner = os.path.join(root, f"deepgym-runner-{token}")
+        os.mkdir(runner, 0o711)
+        os.chmod(runner, 0o711)  # past the umask
         sandbox.homes = {sandbox.uid: scratch, **({sandbox.applier_uid: applier_dir} if applier_dir else {})}
         return cls(scratch, runner, applier_dir)
 
     def remove(self, sandbox: Sandbox) -> None:
         """Remove every folder, each with its owner's rights. Call after :meth:`Sandbox.kill_all`."""
+        import shutil  # here, not at start-up: with its compression modules it is a noticeable share of a sample
+
         shutil.rmtree(self.runner, ignore_errors=True)
         for uid, path in ((sandbox.uid, self.scratch), (sandbox.applier_uid, self.applier)):
             if path is None:

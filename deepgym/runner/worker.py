@@ -28,7 +28,10 @@ import os
 import resource
 import sys
 import types
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing is not imported at start-up: a worker starts once per sample at least
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 PATCH_FUZZ = "3"
 # shutil, subprocess and tempfile are imported where a mode needs them: together they cost a function task's
