@@ -16,6 +16,7 @@ import sys
 import threading
 
 from . import judge
+from .forked import WorkerConnection, Workers
 from .privileges import drop_privileges
 from .protocol import DONE, REPORT, REQUIRED_FILES, SCRATCH_ROOT, STARTED, Request, event_line
 
@@ -49,6 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(options, str):
         print(f"deepgym_runner: {options}\n{__doc__.splitlines()[0]}", file=sys.stderr)
         return 2
+    workers = None
+    if not options["--unconfined"]:
+        try:
+            # Before the request is read (a prewarmed runner waits here for its stdin): the zygote that forks
+            # the function workers must never hold anything of a sample's.
+            workers = Workers().connect()
+        except OSError:
+            pass  # every worker is then a fresh interpreter, as it would be without the zygote
     try:
         if options["--request"]:
             with open(options["--request"], "rb") as f:
@@ -58,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
         return 2
-    return judge_request(raw, options["--env-dir"], options["--scratch-root"], confined=not options["--unconfined"])
+    return judge_request(raw, options["--env-dir"], options["--scratch-root"], confined=not options["--unconfined"],
+                         workers=workers)
 
 
 def parse_options(argv: list[str]) -> dict | str:
@@ -81,9 +91,11 @@ def parse_options(argv: list[str]) -> dict | str:
     return options
 
 
-def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool) -> int:
+def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool,
+                  workers: WorkerConnection | None = None) -> int:
     """Judge the request ``raw`` and write its events on stdout: the whole life of a one-shot runner, and of
-    each child of warm mode's server (:mod:`serve`). Returns the exit status."""
+    each child of warm mode's server (:mod:`serve`). Returns the exit status. ``workers``: the connection to a
+    worker zygote started before ``raw`` was read (:class:`forked.Workers`), which then forks the workers."""
     try:
         request = Request.from_json(raw)
     except Exception as exc:  # noqa: BLE001 - anything unreadable is the host's problem, reported on stderr
@@ -108,7 +120,7 @@ def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool
             report = judge.no_verdict("verifier_error", problem)
         else:
             emit(STARTED)
-            report = judge.run(request, env_dir, confined, scratch_root, emit, heartbeat)
+            report = judge.run(request, env_dir, confined, scratch_root, emit, heartbeat, workers)
     except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
         import traceback
 

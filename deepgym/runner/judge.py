@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds ar
 if TYPE_CHECKING:
     from typing import Any, Callable
 
+    from .forked import WorkerConnection
+
     Emit = Callable[[str, dict[str, Any] | None], None]
 
 # Each kind's module, whose ``judge(request, env_dir, sandbox, workspace, on_in_play, fail_fast)`` returns (case
@@ -78,14 +80,15 @@ class Heartbeat:
 
 
 def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit: Emit,
-        heartbeat: Heartbeat) -> dict[str, Any]:
+        heartbeat: Heartbeat, workers: WorkerConnection | None = None) -> dict[str, Any]:
     """Judge one submission and return the report, with ``heartbeat`` beating while it judges. The
-    submission runs as ``request.uid`` in its own scratch folder under ``scratch_root``."""
+    submission runs as ``request.uid`` in its own scratch folder under ``scratch_root``; its function workers
+    are forked by the worker zygote behind ``workers`` when given."""
     if request.kind not in JUDGES:
         return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
-    sandbox = Sandbox(confined, request.uid, request.applier)
+    sandbox = Sandbox(confined, request.uid, request.applier, workers)
     sandbox.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
     workspace = Workspace.create(sandbox, request.scratch, scratch_root, applier=request.kind == "patch")
     if isinstance(workspace, str):

@@ -29,6 +29,10 @@ from dataclasses import dataclass, field
 from .privileges import await_exits, kill_uid, make_dir, remove_dir
 from .protocol import DEFAULT_UID, Limits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .forked import Forked, WorkerConnection
+
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # A process that spent at least this share of its CPU in the kernel while its resident memory peaked at this
@@ -335,10 +339,14 @@ def ancestors() -> tuple[int, ...]:
 
 class Sandbox:
     """Spawns untrusted processes as ``uid`` (or ``applier_uid``) and keeps track of everything they start.
-    ``homes`` maps a uid to its own directory, its processes' HOME and TMPDIR."""
+    ``homes`` maps a uid to its own directory, its processes' HOME and TMPDIR. ``workers``, when given (confined
+    only), is the connection to the worker zygote that forks function workers (:meth:`fork_worker`); the
+    zygote is runner side like the runner's :func:`ancestors`."""
 
-    def __init__(self, confined: bool, uid: int = DEFAULT_UID, applier_uid: int = DEFAULT_UID + 1):
+    def __init__(self, confined: bool, uid: int = DEFAULT_UID, applier_uid: int = DEFAULT_UID + 1,
+                 workers: WorkerConnection | None = None):
         self.confined = confined
+        self.workers = workers if confined else None
         self.uid = uid
         self.applier_uid = applier_uid
         self.uids = {uid, applier_uid}
@@ -354,7 +362,10 @@ class Sandbox:
         self._procs_ours: str | None = None  # cgroup.procs when every process in it was last found ours
         self._offset: float | None = None
         self._last_cpu_s = 0.0
-        self._ancestors = ancestors()
+        # The runner's own side in the container besides itself: its ancestors and the worker zygote, whose
+        # children are workers not yet switched to the submission's uid.
+        self._zygotes = () if self.workers is None else (self.workers.pid,)
+        self._ancestors = ancestors() + self._zygotes
         self._init_cpu0 = self._init_cpu_s()
         # What the cgroup counted before this sample: a warm container's earlier samples, or nothing much.
         self._cgroup_base = 0.0
@@ -381,6 +392,16 @@ class Sandbox:
         self._procs.append(proc)
         self._sessions.add(proc.pid)
         return proc
+
+    def fork_worker(self, argv: list[str], fds: tuple[int, int], cwd: str = "/") -> Forked:
+        """A worker (``worker.main(argv)``) as the submission's uid, forked by the worker zygote; the same
+        environment, session and descriptors as :meth:`spawn` gives, ``fds`` as its descriptors 3 and 4.
+        Raises OSError when the zygote cannot serve."""
+        assert self.workers is not None
+        env = dict(CLEAN_ENV)
+        if self.uid in self.homes:
+            env["HOME"] = env["TMPDIR"] = self.homes[self.uid]
+        return self.workers.fork(argv, uid=self.uid, cwd=cwd, env=env, fds=fds)
 
     def members(self) -> list[int]:
         """Pids of every live untrusted process."""
@@ -422,12 +443,13 @@ class Sandbox:
 
     def _init_cpu_s(self) -> float:
         """The own CPU seconds of the runner's ancestors in the container (its init; in warm mode the server
-        too): they are in the cgroup as well, and none of it is the submission's."""
+        too) and of the worker zygote: they are in the cgroup as well, and none of it is the submission's."""
         return sum(stat.own_cpu_s for pid in self._ancestors if (stat := _stat(pid)) is not None)
 
     def cgroup_is_ours(self) -> bool:
         """Whether every process in the runner's cgroup is the runner, one of its :func:`ancestors` (the init,
-        warm mode's server; their own CPU is subtracted), a child of the runner not yet switched to its uid, or of the request's uids.
+        warm mode's server) or the worker zygote (their own CPU is subtracted), a child of the runner or of the
+        zygote not yet switched to its uid, or of the request's uids.
 
         A provider's daemon (E2B's envd, Daytona's toolbox) or a session's services may share the cgroup,
         and the cgroup cannot tell their CPU from the submission's: a single one of them makes the counters
@@ -453,7 +475,7 @@ class Sandbox:
                     return False
                 continue  # it exited while we looked
             uid, ppid = ids
-            if uid not in self.uids and ppid != own:
+            if uid not in self.uids and ppid != own and ppid not in self._zygotes:
                 return False
         self._procs_ours = text
         return True
