@@ -1,4 +1,14 @@
-"""A program's case server (a "zygote"): one interpreter per sample that forks a fresh child for each case.
+"""Zygotes: processes that fork a fresh child per request instead of the runner starting a fresh interpreter.
+
+**The worker zygote** (:func:`start_workers`, the runner's side in :mod:`forked`) is forked from the runner
+itself before it reads a request (from warm mode's server before it reads the first), drops the runner's
+privileges and stays root: it forks each function worker, which switches to the request's uid in
+:func:`_worker_child` before the submission's code is even read, and answers ``{"exit": status}`` when it
+ends. It never receives a request, a case or an expected output, only a worker's argv, uid, working
+directory, environment and descriptors.
+
+**A program's case server**, below, is one interpreter per sample, as the submission's user, that forks a
+fresh child for each case.
 
 ``python3 -m deepgym_runner.zygote MEMORY_MB NOFILE CPU_S PATH CONTROL_FD PRELOAD SWEEP``
 
