@@ -2,7 +2,7 @@
 or ``python3 -m deepgym_runner serve`` for warm mode's long-lived server (:mod:`serve`).
 
 Reads one request (stdin by default), writes protocol events to stdout, exits 0 whenever it wrote a report
-and the final ``done`` event (whatever the verdict) and 2 when the request itself was unreadable.
+and the final ``done`` event (whatever the verdict) and 2 when the request itself (or an argument) was unreadable.
 
 Confined, the runner first drops every privilege it does not need (:func:`privileges.drop_privileges`), then
 checks the image and the request's uids and scratch folder; any of them wrong is a no-verdict report.
@@ -10,14 +10,13 @@ checks the image and the request's uids and scratch folder; any of them wrong is
 
 from __future__ import annotations
 
-import argparse
 import os
 import stat
 import sys
 import threading
-import traceback
 
 from . import judge
+from .forked import WorkerConnection, Workers
 from .privileges import drop_privileges
 from .protocol import DONE, REPORT, REQUIRED_FILES, SCRATCH_ROOT, STARTED, Request, event_line
 
@@ -47,29 +46,56 @@ def main(argv: list[str] | None = None) -> int:
         from .serve import main as serve
 
         return serve(argv[1:])
-    parser = argparse.ArgumentParser(prog="deepgym_runner", description=__doc__)
-    parser.add_argument("--request", help="read the request from this file instead of stdin")
-    parser.add_argument("--env-dir", default=DEFAULT_ENV_DIR, help="the hidden tests (default: %(default)s)")
-    parser.add_argument("--scratch-root", default=SCRATCH_ROOT,
-                        help="the folder that holds each sample's scratch folders (default: %(default)s)")
-    parser.add_argument("--unconfined", action="store_true",
-                        help="run submissions as this user, without isolation (the local runtime only)")
-    args = parser.parse_args(argv)
+    options = parse_options(argv)
+    if isinstance(options, str):
+        print(f"deepgym_runner: {options}\n{__doc__.splitlines()[0]}", file=sys.stderr)
+        return 2
+    workers = None
+    if not options["--unconfined"]:
+        try:
+            # Before the request is read (a prewarmed runner waits here for its stdin): the zygote that forks
+            # the function workers must never hold anything of a sample's.
+            workers = Workers().connect()
+        except OSError:
+            pass  # every worker is then a fresh interpreter, as it would be without the zygote
     try:
-        if args.request:
-            with open(args.request, "rb") as f:
+        if options["--request"]:
+            with open(options["--request"], "rb") as f:
                 raw = f.read()
         else:
             raw = sys.stdin.buffer.read()
     except OSError as exc:
         print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
         return 2
-    return judge_request(raw, args.env_dir, args.scratch_root, confined=not args.unconfined)
+    return judge_request(raw, options["--env-dir"], options["--scratch-root"], confined=not options["--unconfined"],
+                         workers=workers)
 
 
-def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool) -> int:
+def parse_options(argv: list[str]) -> dict | str:
+    """The one-shot runner's options (see the module's docstring), or what is wrong with ``argv``. By hand, not
+    argparse: its imports alone (re, gettext) cost a fresh container a few milliseconds of CPU per sample."""
+    options: dict = {"--request": None, "--env-dir": DEFAULT_ENV_DIR, "--scratch-root": SCRATCH_ROOT,
+                     "--unconfined": False}
+    words = iter(argv)
+    for word in words:
+        name, has_value, value = word.partition("=")
+        if name == "--unconfined" and not has_value:
+            options[name] = True
+        elif name in options and name != "--unconfined":
+            value = value if has_value else next(words, None)
+            if not value:
+                return f"option {name} needs a value"
+            options[name] = value
+        else:
+            return f"unknown argument {word!r}"
+    return options
+
+
+def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool,
+                  workers: WorkerConnection | None = None) -> int:
     """Judge the request ``raw`` and write its events on stdout: the whole life of a one-shot runner, and of
-    each child of warm mode's server (:mod:`serve`). Returns the exit status."""
+    each child of warm mode's server (:mod:`serve`). Returns the exit status. ``workers``: the connection to a
+    worker zygote started before ``raw`` was read (:class:`forked.Workers`), which then forks the workers."""
     try:
         request = Request.from_json(raw)
     except Exception as exc:  # noqa: BLE001 - anything unreadable is the host's problem, reported on stderr
@@ -94,8 +120,10 @@ def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool
             report = judge.no_verdict("verifier_error", problem)
         else:
             emit(STARTED)
-            report = judge.run(request, env_dir, confined, scratch_root, emit, heartbeat)
+            report = judge.run(request, env_dir, confined, scratch_root, emit, heartbeat, workers)
     except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
+        import traceback
+
         report = judge.no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
     emit(REPORT, {"report": report})
     emit(DONE, heartbeat.facts())

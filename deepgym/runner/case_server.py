@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .channels import Fault
+from .forked import Forked
 from .program import case_result
 from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Supervised
@@ -32,38 +33,6 @@ from .sandbox import Budget, Outcome, Sandbox, Supervised
 
 class ZygoteFailed(RuntimeError):
     """The case server did not start: the runner's failure, which becomes no verdict (verifier_error)."""
-
-
-class _ForkedCase:
-    """One case's child as :class:`Supervised` sees a process: its output pipes, and ``wait``, which reads the
-    zygote's reply (the child's exit status)."""
-
-    def __init__(self, stdout_fd: int, stderr_fd: int, control: socket.socket):
-        self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
-        self.stderr = os.fdopen(stderr_fd, "rb", buffering=0)
-        self._control = control
-
-    def wait(self, timeout: float | None = None) -> int:
-        """The child's exit status; raises TimeoutExpired when the zygote gives none (it died, or wrote
-        something else)."""
-        self._control.settimeout(timeout)
-        try:
-            reply = json.loads(self._control.recv(4096))
-        except (OSError, ValueError):
-            reply = None
-        finally:
-            self._control.settimeout(None)
-        code = reply.get("exit") if isinstance(reply, dict) else None
-        if type(code) is not int or not -64 <= code <= 255:
-            raise subprocess.TimeoutExpired("zygote", timeout or 0.0)
-        return code
-
-    def poll(self) -> int | None:
-        return None  # the end is signalled on the control socket (Supervised's exit_fd)
-
-    def close(self) -> None:
-        self.stdout.close()
-        self.stderr.close()
 
 
 class CaseServer:
@@ -133,7 +102,7 @@ class CaseServer:
         finally:
             for fd in (stdin, out_w, err_w):
                 os.close(fd)
-        child = _ForkedCase(out_r, err_r, self._control)
+        child = Forked(out_r, err_r, self._control)
         process = Supervised(self.sandbox, child, keep_stdout=output_limit, exit_fd=self._control.fileno())
         try:
             outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
@@ -165,3 +134,4 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+

@@ -17,14 +17,16 @@ import importlib.util
 import json
 import math
 import os
-import secrets
 import sys
 from types import ModuleType
-from typing import Any, Callable
 
 from .channels import Fault, Reply, shown, worker_reply
 from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, Workspace, failure
+
+TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 def _finite(number: int | float) -> bool:
@@ -52,16 +54,21 @@ def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
 
 class Worker:
     """One worker process (worker.py in ``function`` or ``probe`` mode; ``module`` row_tests for a row's trusted
-    tests, as ``uid``) and the pipes to it."""
+    tests, as ``uid``) and the pipes to it. A function worker of a sandbox with a worker zygote is forked by it
+    (:meth:`Sandbox.fork_worker`); every other one is a fresh interpreter."""
 
     def __init__(self, sandbox: Sandbox, limits: Limits, mode: str, path: str, cwd: str = "/", *,
                  module: str = "worker", uid: int | None = None):
         req_r, req_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.{module}", mode, str(limits.memory_mb),
-                str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), path, str(req_r), str(reply_w)]
+        forked = sandbox.workers is not None and module == "worker" and mode == "function" and uid is None
+        args = [mode, str(limits.memory_mb), str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), path]
         try:
-            proc = sandbox.spawn(argv, pass_fds=(req_r, reply_w), cwd=cwd, uid=uid)
+            if forked:
+                proc = sandbox.fork_worker([*args, "3", "4"], (req_r, reply_w), cwd)
+            else:
+                proc = sandbox.spawn([sys.executable, "-I", "-B", "-m", f"{__package__}.{module}", *args, str(req_r),
+                                      str(reply_w)], pass_fds=(req_r, reply_w), cwd=cwd, uid=uid)
         except BaseException:
             os.close(reply_r)
             os.close(req_w)
@@ -69,7 +76,9 @@ class Worker:
         finally:
             os.close(req_r)
             os.close(reply_w)
-        self.process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w)
+        self._forked = proc if forked else None
+        self.process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w,
+                                  exit_fd=sandbox.workers.control.fileno() if forked else None)
 
     def call(self, message: dict[str, Any] | None, limits: Limits, cpu_limit_s: float) -> Outcome:
         """Send one request line (none when ``message`` is None) and wait for the next line under the case's
@@ -81,6 +90,8 @@ class Worker:
 
     def close(self) -> None:
         self.process.close()
+        if self._forked is not None:  # a spawned worker's pipes are the sandbox's to close (kill_all)
+            self._forked.close()
 
 
 def _reply(outcome: Outcome, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
@@ -123,7 +134,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                     remaining = [case] if fail_fast else cases[index:]
                     results.extend(fail(c, ready.error_type, ready.message, loaded.usage) for c in remaining)
                     break
-            call_id = secrets.token_hex(8)
+            call_id = os.urandom(8).hex()  # as secrets.token_hex, without importing hmac and hashlib
             outcome = worker.call({"id": call_id, **request_of(case)}, limits, cpu_limit)
             budget.spend(outcome.usage)
             reply = _reply(outcome, "running the case", call_id, limits)

@@ -11,22 +11,25 @@ cases passed and runs them all. Partial credit is denser but rewards hard-coding
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
-from typing import Any, Callable
 
-from . import function, patch, program, rows
 from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS, Request
-from .sandbox import HostOverloaded, Sandbox, Workspace
+from .sandbox import BrokenTests, HostOverloaded, Sandbox, Workspace
 
-Emit = Callable[[str, dict[str, Any] | None], None]
+TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
-JUDGES: dict[str, Callable[..., tuple[list[dict[str, Any]], int, float]]] = {
-    "function": function.judge,
-    "program": program.judge,
-    "patch": patch.judge,
-    "row": rows.judge,
-}
+    from .forked import WorkerConnection
+
+    Emit = Callable[[str, dict[str, Any] | None], None]
+
+# Each kind's module, whose ``judge(request, env_dir, sandbox, workspace, on_in_play, fail_fast)`` returns (case
+# results, number of cases, submission CPU seconds). Imported for the kind at hand only: a function task's
+# runner never pays for the program, patch and row judges' imports.
+JUDGES = {"function": ".function", "program": ".program", "patch": ".patch", "row": ".rows"}
 
 
 def no_verdict(error_type: str, reason: str) -> dict[str, Any]:
@@ -77,14 +80,15 @@ class Heartbeat:
 
 
 def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit: Emit,
-        heartbeat: Heartbeat) -> dict[str, Any]:
+        heartbeat: Heartbeat, workers: WorkerConnection | None = None) -> dict[str, Any]:
     """Judge one submission and return the report, with ``heartbeat`` beating while it judges. The
-    submission runs as ``request.uid`` in its own scratch folder under ``scratch_root``."""
+    submission runs as ``request.uid`` in its own scratch folder under ``scratch_root``; its function workers
+    are forked by the worker zygote behind ``workers`` when given."""
     if request.kind not in JUDGES:
         return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
-    sandbox = Sandbox(confined, request.uid, request.applier)
+    sandbox = Sandbox(confined, request.uid, request.applier, workers)
     sandbox.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
     workspace = Workspace.create(sandbox, request.scratch, scratch_root, applier=request.kind == "patch")
     if isinstance(workspace, str):
@@ -92,12 +96,12 @@ def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit:
     started = time.monotonic()
     with heartbeat.watch(sandbox):  # until the sandbox is cleared: a kill that hangs is the runner's too
         try:
-            cases, total, cpu_s = JUDGES[request.kind](request, env_dir, sandbox, workspace,
-                                                       lambda: emit(IN_PLAY, None),
-                                                       fail_fast=request.scoring == "all_or_nothing")
+            kind = importlib.import_module(JUDGES[request.kind], __package__)
+            cases, total, cpu_s = kind.judge(request, env_dir, sandbox, workspace, lambda: emit(IN_PLAY, None),
+                                             fail_fast=request.scoring == "all_or_nothing")
         except HostOverloaded as exc:
             return no_verdict("host_overloaded", str(exc))
-        except rows.RowTestsBroken as exc:
+        except BrokenTests as exc:
             return no_verdict("verifier_error", str(exc))
         finally:
             sandbox.kill_all()

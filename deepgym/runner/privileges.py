@@ -20,12 +20,13 @@ import ctypes
 import errno
 import os
 import select
-import shutil
 import signal
 import stat
 import time
-from pathlib import Path
-from typing import Callable, Iterator
+
+TYPE_CHECKING = False  # typing itself is not imported at start-up: every millisecond of it is paid per sample
+if TYPE_CHECKING:
+    from typing import Callable, Iterator
 
 CAP_KILL, CAP_SETGID, CAP_SETUID, CAP_SETPCAP = 5, 6, 7, 8
 KEEP = (CAP_KILL, CAP_SETGID, CAP_SETUID)
@@ -54,9 +55,14 @@ def _check(result: int, what: str) -> None:
         raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
+def _read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 def status_masks(text: str | None = None) -> dict[str, int]:
     """The capability sets and NoNewPrivs of /proc/self/status (or of ``text``): {"CapEff": mask, ...}."""
-    text = Path("/proc/self/status").read_text() if text is None else text
+    text = _read_text("/proc/self/status") if text is None else text
     masks = {}
     for line in text.splitlines():
         name, _, value = line.partition(":")
@@ -82,7 +88,7 @@ def drop_privileges() -> str | None:
     except OSError as exc:
         return f"cannot clear the runner's supplementary groups: {exc.strerror}"
     keep = sum(1 << cap for cap in KEEP)
-    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    last = int(_read_text("/proc/sys/kernel/cap_last_cap"))
     for cap in range(last + 1):
         if cap not in KEEP and libc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1:
             if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EPERM:
@@ -99,7 +105,7 @@ def drop_privileges() -> str | None:
     _check(libc.capset(ctypes.byref(header), data), "capset")
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before Linux 4.3: none to clear
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    status = Path("/proc/self/status").read_text()
+    status = _read_text("/proc/self/status")
     masks = status_masks(status)
     groups = next((line.split(":", 1)[1].split() for line in status.splitlines() if line.startswith("Groups:")), None)
     if masks.get("CapEff") != keep or masks.get("CapPrm") != keep or masks.get("CapInh") or masks.get("CapAmb") \
@@ -256,6 +262,8 @@ def _remove_tree(path: str) -> None:
                     os.chmod(folder, 0o700)
             except OSError:
                 pass
+    import shutil  # only here: it is among the costlier imports of a runner's start
+
     shutil.rmtree(path, ignore_errors=True)
 
 

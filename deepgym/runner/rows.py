@@ -32,7 +32,7 @@ from .case_server import CaseServer
 from .function import Worker, run_calls
 from .literal import INVALID, decode, encode
 from .protocol import Limits
-from .sandbox import Budget, Outcome, Sandbox, Usage, Workspace, failure
+from .sandbox import BrokenTests, Budget, Outcome, Sandbox, Usage, Workspace, failure
 
 # verl 0.9.1 prime_code/testing_util.py, run_test: the header before every stdin and call-based solution.
 PRELUDE_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
@@ -41,7 +41,7 @@ PRELUDE = "".join(f"from {m} import *\n" for m in PRELUDE_MODULES) + "".join(
     f"import {m}\n" for m in PRELUDE_MODULES[:-2]) + "sys.setrecursionlimit(6*10**5)\n"
 
 
-class RowTestsBroken(RuntimeError):
+class RowTestsBroken(BrokenTests):
     """The row's own test code failed before the submission was involved: no verdict (verifier_error)."""
 
 

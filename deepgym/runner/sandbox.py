@@ -20,17 +20,18 @@ from __future__ import annotations
 import functools
 import os
 import selectors
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .privileges import await_exits, kill_uid, make_dir, remove_dir
 from .protocol import DEFAULT_UID, Limits
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .forked import Forked, WorkerConnection
 
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -38,19 +39,19 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # share of its address-space limit was growing into its memory limit (see growing_into_memory_limit).
 KERNEL_CPU_SHARE = 0.5
 MEMORY_LIMIT_SHARE = 0.25
-PSI_CPU = Path("/proc/pressure/cpu")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
+PSI_CPU = "/proc/pressure/cpu"
+CGROUP_ROOT = "/sys/fs/cgroup"
 # The counters the runner reads, per cgroup version: (controller folder, file). v1 mounts one folder per
 # controller; v2 has one unified folder.
-_CPU_FILES = ((CGROUP_ROOT / "cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.stat"))  # ns; usage_usec line
-_MEMORY_FILES = ((CGROUP_ROOT / "memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
+_CPU_FILES = ((f"{CGROUP_ROOT}/cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.stat"))  # ns; usage_usec line
+_MEMORY_FILES = ((f"{CGROUP_ROOT}/memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
 # Seconds kill_all keeps sweeping before it gives up on processes that will not die (zombies nobody reaps).
 KILL_WAIT_S = 2.0
 # Seconds a sweep lets the processes it signalled die before it forks the atomic killer for any left.
 SWEEP_SETTLE_S = 0.1
 
 
-def _read_bytes(path: Path | str) -> bytes | None:
+def _read_bytes(path: str) -> bytes | None:
     """The whole file, or None when it cannot be read. Plain system calls: the runner reads a few /proc and
     cgroup files on every 20 ms tick, where pathlib's text layer costs more than the reads."""
     try:
@@ -68,7 +69,7 @@ def _read_bytes(path: Path | str) -> bytes | None:
     return b"".join(chunks)
 
 
-def _read(path: Path | str) -> str | None:
+def _read(path: str) -> str | None:
     data = _read_bytes(path)
     return None if data is None else data.decode("utf-8", "replace")
 
@@ -111,16 +112,16 @@ def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
 
 
 @functools.cache
-def _trusted(folder: Path) -> bool:
+def _trusted(folder: str) -> bool:
     """Whether the counters under ``folder`` are this container's own (see :func:`own_cgroup_mount`); a
     folder reached through a symlink (v1's cpuacct -> cpu,cpuacct) is judged by its mount."""
-    proc_cgroup, mountinfo = _read(Path("/proc/self/cgroup")), _read(Path("/proc/self/mountinfo"))
+    proc_cgroup, mountinfo = _read("/proc/self/cgroup"), _read("/proc/self/mountinfo")
     if proc_cgroup is None or mountinfo is None:
         return False
     return own_cgroup_mount(proc_cgroup, mountinfo, os.path.realpath(folder))
 
 
-def _cgroup_text(files: tuple[tuple[Path, str], ...]) -> tuple[int, str] | None:
+def _cgroup_text(files: tuple[tuple[str, str], ...]) -> tuple[int, str] | None:
     """(index of the version that answered, the file's text) for the first of ``files`` that exists in a
     cgroup this container owns, or None: counters that may be the host's are never read."""
     for index, (folder, name) in enumerate(files):
@@ -131,9 +132,9 @@ def _cgroup_text(files: tuple[tuple[Path, str], ...]) -> tuple[int, str] | None:
 
 
 @functools.cache
-def _cgroup_procs_file() -> Path | None:
+def _cgroup_procs_file() -> str | None:
     """The ``cgroup.procs`` beside the CPU counter the runner reads, or None without one."""
-    return next((folder / "cgroup.procs" for folder, name in _CPU_FILES if (folder / name).exists()), None)
+    return next((f"{folder}/cgroup.procs" for folder, name in _CPU_FILES if os.path.exists(f"{folder}/{name}")), None)
 
 
 def cgroup_cpu_s() -> float | None:
@@ -165,7 +166,7 @@ def cgroup_memory_limit_hits() -> int | None:
         return None
     version, text = found
     if version == 0:
-        failcnt = _read(_MEMORY_FILES[0][0] / "memory.failcnt")
+        failcnt = _read(f"{_MEMORY_FILES[0][0]}/memory.failcnt")
         return None if failcnt is None else int(failcnt)
     return sum(_keyed(text, key) or 0 for key in ("max", "oom"))
 
@@ -228,7 +229,7 @@ def process_uid(pid: int | str) -> int | None:
 
 def _memory_peak(pid: int) -> tuple[int, int] | None:
     """(peak resident memory, RLIMIT_AS) of ``pid`` in bytes, or None when unknown or unlimited."""
-    status, limits = _read(Path(f"/proc/{pid}/status")), _read(Path(f"/proc/{pid}/limits"))
+    status, limits = _read(f"/proc/{pid}/status"), _read(f"/proc/{pid}/limits")
     if status is None or limits is None:
         return None
     peak = next((int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")), None)
@@ -338,10 +339,14 @@ def ancestors() -> tuple[int, ...]:
 
 class Sandbox:
     """Spawns untrusted processes as ``uid`` (or ``applier_uid``) and keeps track of everything they start.
-    ``homes`` maps a uid to its own directory, its processes' HOME and TMPDIR."""
+    ``homes`` maps a uid to its own directory, its processes' HOME and TMPDIR. ``workers``, when given (confined
+    only), is the connection to the worker zygote that forks function workers (:meth:`fork_worker`); the
+    zygote is runner side like the runner's :func:`ancestors`."""
 
-    def __init__(self, confined: bool, uid: int = DEFAULT_UID, applier_uid: int = DEFAULT_UID + 1):
+    def __init__(self, confined: bool, uid: int = DEFAULT_UID, applier_uid: int = DEFAULT_UID + 1,
+                 workers: WorkerConnection | None = None):
         self.confined = confined
+        self.workers = workers if confined else None
         self.uid = uid
         self.applier_uid = applier_uid
         self.uids = {uid, applier_uid}
@@ -357,7 +362,10 @@ class Sandbox:
         self._procs_ours: str | None = None  # cgroup.procs when every process in it was last found ours
         self._offset: float | None = None
         self._last_cpu_s = 0.0
-        self._ancestors = ancestors()
+        # The runner's own side in the container besides itself: its ancestors and the worker zygote, whose
+        # children are workers not yet switched to the submission's uid.
+        self._zygotes = () if self.workers is None else (self.workers.pid,)
+        self._ancestors = ancestors() + self._zygotes
         self._init_cpu0 = self._init_cpu_s()
         # What the cgroup counted before this sample: a warm container's earlier samples, or nothing much.
         self._cgroup_base = 0.0
@@ -384,6 +392,16 @@ class Sandbox:
         self._procs.append(proc)
         self._sessions.add(proc.pid)
         return proc
+
+    def fork_worker(self, argv: list[str], fds: tuple[int, int], cwd: str = "/") -> Forked:
+        """A worker (``worker.main(argv)``) as the submission's uid, forked by the worker zygote; the same
+        environment, session and descriptors as :meth:`spawn` gives, ``fds`` as its descriptors 3 and 4.
+        Raises OSError when the zygote cannot serve."""
+        assert self.workers is not None
+        env = dict(CLEAN_ENV)
+        if self.uid in self.homes:
+            env["HOME"] = env["TMPDIR"] = self.homes[self.uid]
+        return self.workers.fork(argv, uid=self.uid, cwd=cwd, env=env, fds=fds)
 
     def members(self) -> list[int]:
         """Pids of every live untrusted process."""
@@ -425,12 +443,13 @@ class Sandbox:
 
     def _init_cpu_s(self) -> float:
         """The own CPU seconds of the runner's ancestors in the container (its init; in warm mode the server
-        too): they are in the cgroup as well, and none of it is the submission's."""
+        too) and of the worker zygote: they are in the cgroup as well, and none of it is the submission's."""
         return sum(stat.own_cpu_s for pid in self._ancestors if (stat := _stat(pid)) is not None)
 
     def cgroup_is_ours(self) -> bool:
         """Whether every process in the runner's cgroup is the runner, one of its :func:`ancestors` (the init,
-        warm mode's server; their own CPU is subtracted), a child of the runner not yet switched to its uid, or of the request's uids.
+        warm mode's server) or the worker zygote (their own CPU is subtracted), a child of the runner or of the
+        zygote not yet switched to its uid, or of the request's uids.
 
         A provider's daemon (E2B's envd, Daytona's toolbox) or a session's services may share the cgroup,
         and the cgroup cannot tell their CPU from the submission's: a single one of them makes the counters
@@ -456,7 +475,7 @@ class Sandbox:
                     return False
                 continue  # it exited while we looked
             uid, ppid = ids
-            if uid not in self.uids and ppid != own:
+            if uid not in self.uids and ppid != own and ppid not in self._zygotes:
                 return False
         self._procs_ours = text
         return True
@@ -871,6 +890,10 @@ class HostOverloaded(Exception):
     """A wall-clock limit fired while the host starved the submission of CPU: nobody can be judged."""
 
 
+class BrokenTests(RuntimeError):
+    """The trusted tests themselves failed (a dataset row's test code): the runner's side, so no verdict."""
+
+
 @dataclass(frozen=True)
 class Workspace:
     """The folders of one sample, all fresh and all removed afterwards (:meth:`remove`).
@@ -906,13 +929,16 @@ class Workspace:
                     if path == applier_dir:
                         remove_dir(sandbox.uid, scratch)
                     return problem
-        runner = tempfile.mkdtemp(prefix="deepgym-runner-", dir=root)
-        os.chmod(runner, 0o711)
+        runner = os.path.join(root, f"deepgym-runner-{token}")
+        os.mkdir(runner, 0o711)
+        os.chmod(runner, 0o711)  # past the umask
         sandbox.homes = {sandbox.uid: scratch, **({sandbox.applier_uid: applier_dir} if applier_dir else {})}
         return cls(scratch, runner, applier_dir)
 
     def remove(self, sandbox: Sandbox) -> None:
         """Remove every folder, each with its owner's rights. Call after :meth:`Sandbox.kill_all`."""
+        import shutil  # here, not at start-up: with its compression modules it is a noticeable share of a sample
+
         shutil.rmtree(self.runner, ignore_errors=True)
         for uid, path in ((sandbox.uid, self.scratch), (sandbox.applier_uid, self.applier)):
             if path is None:

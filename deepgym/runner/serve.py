@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from . import sandbox
+from .forked import Workers
 from .privileges import as_user, drop_privileges, file_rights, kill_uid
 from .protocol import SCRATCH_ROOT, Request
 
@@ -51,10 +52,10 @@ def serve_line(payload: dict) -> bytes:
     return f"{SERVE_MARKER} {json.dumps(payload)}\n".encode()
 
 
-def others() -> list[int]:
-    """Every process in the container but pid 1 (Docker's init) and this server."""
-    me = os.getpid()
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in (1, me)]
+def others(keep: tuple[int, ...] = ()) -> list[int]:
+    """Every process in the container but pid 1 (Docker's init), this server and ``keep`` (its worker zygote)."""
+    skip = (1, os.getpid(), *keep)
+    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in skip]
 
 
 def ipc_objects() -> list[tuple[str, int, int]]:
@@ -140,13 +141,14 @@ def _counters() -> tuple[int | None, int | None, int | None]:
     return sandbox.cgroup_oom_kills(), sandbox.cgroup_memory_limit_hits(), refused
 
 
-def clean(uids: set[int], scratch_root: str) -> str | None:
-    """Clear everything the sample's ``uids`` left and verify it; returns what is still there, or None."""
+def clean(uids: set[int], scratch_root: str, keep: tuple[int, ...] = ()) -> str | None:
+    """Clear everything the sample's ``uids`` left and verify it; returns what is still there, or None.
+    ``keep``: the server's worker zygote, root and never the sample's."""
     for uid in uids:
         kill_uid(uid)
     deadline = time.monotonic() + SETTLE_S
-    while others() and time.monotonic() < deadline:  # orphans are pid 1's to reap
-        for pid in others():
+    while others(keep) and time.monotonic() < deadline:  # orphans are pid 1's to reap
+        for pid in others(keep):
             if sandbox.process_uid(pid) in uids:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -161,8 +163,8 @@ def clean(uids: set[int], scratch_root: str) -> str | None:
             as_user(creator, lambda objects=objects: _remove_ipc(objects))
     left = [path for folder in (scratch_root, *WRITABLE) if os.path.isdir(folder) for path in _empty(folder)]
     problems = []
-    if others():
-        problems.append(f"processes {others()} outlived the sample")
+    if others(keep):
+        problems.append(f"processes {others(keep)} outlived the sample")
     if ipc_objects():
         problems.append(f"SysV IPC objects {ipc_objects()} could not be removed")
     leftovers = [os.path.join(folder, name) for folder in (scratch_root, *WRITABLE) if os.path.isdir(folder)
@@ -172,20 +174,25 @@ def clean(uids: set[int], scratch_root: str) -> str | None:
     return "; ".join(problems) or None
 
 
-def _judge_in_child(line: bytes, env_dir: str, scratch_root: str) -> int:
-    """Fork a child that judges the request on ``line`` as a one-shot runner would; its exit status."""
+def _judge_in_child(line: bytes, env_dir: str, scratch_root: str, workers: Workers) -> int:
+    """Fork a child that judges the request on ``line`` as a one-shot runner would, its function workers forked
+    by ``workers`` over a connection of the sample's own; its exit status."""
     from .__main__ import judge_request  # the one-shot runner's own path, imported once, used per child
 
     sys.stdout.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            code = judge_request(line, env_dir, scratch_root, confined=True)
-            sys.stdout.flush()
-        finally:
-            os._exit(code)
+    connection = workers.connect()
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                code = judge_request(line, env_dir, scratch_root, confined=True, workers=connection)
+                sys.stdout.flush()
+            finally:
+                os._exit(code)
+    finally:
+        connection.control.close()  # the child's: the zygote's connection ends with it
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
@@ -197,6 +204,12 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
     problem = drop_privileges() or keyring_problem()
     if problem is None:
         problem = clean(set(), scratch_root) and "the container was not empty when the server started"
+    workers = None
+    if problem is None:
+        try:
+            workers = Workers()  # before the first request: it never holds anything of a sample's
+        except OSError as exc:
+            problem = f"the worker zygote did not start: {exc}"
     sandbox.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
     served: set[int] = set()
     while True:
@@ -218,11 +231,14 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
             return 3
         served |= uids
         before = _counters()
-        code = _judge_in_child(line, env_dir, scratch_root)
+        assert workers is not None
+        code = _judge_in_child(line, env_dir, scratch_root, workers)
         try:
-            problem = clean(uids, scratch_root)
+            problem = clean(uids, scratch_root, (workers.pid,))
         except Exception as exc:  # noqa: BLE001 - a clean-up that cannot finish retires the container
             problem = f"the clean-up failed: {exc!r}"
+        if not workers.alive():
+            problem = problem or "the worker zygote died during the sample"
         after = _counters()
         for name, old, new in zip(("OOM kill", "memory limit hit", "refused fork"), before, after):
             if old is not None and new is not None and new > old:

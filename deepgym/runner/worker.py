@@ -1,6 +1,7 @@
 """The untrusted side of every task. Runs as an unprivileged user, never as the runner.
 
-``python3 -m deepgym_runner.worker MODE MEMORY_MB NOFILE CPU_S ARGS...``
+``python3 -m deepgym_runner.worker MODE MEMORY_MB NOFILE CPU_S ARGS...``, or :func:`main` with those arguments in a
+child of the worker zygote (:mod:`zygote`), which is how a confined runner starts its ``function`` workers.
 
 Before anything untrusted runs, the process lowers its own limits (soft = hard, so they cannot be raised
 again) and volunteers as the first victim of an out-of-memory kill. Then, by mode:
@@ -28,7 +29,10 @@ import os
 import resource
 import sys
 import types
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # typing is not imported at start-up: a worker starts once per sample at least
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 PATCH_FUZZ = "3"
 # shutil, subprocess and tempfile are imported where a mode needs them: together they cost a function task's
@@ -115,7 +119,10 @@ def load_solution(scratch_root: str) -> Callable[[dict], Callable[[dict], Any]]:
 
     def load(hello: dict) -> Callable[[dict], Any]:
         module = _module("solution", os.path.join(scratch, "solution.py"))
-        exec(compile(hello.get("prelude", "") + hello["code"], "solution.py", "exec"), module.__dict__)
+        # dont_inherit: the submission is compiled as python3 would compile it, without this module's __future__
+        # imports (postponed annotations would let ``def f(x: List[int])`` run without importing List).
+        exec(compile(hello.get("prelude", "") + hello["code"], "solution.py", "exec", dont_inherit=True),
+             module.__dict__)
         names = hello.get("names") or [hello["entry_point"]]
         # APPS-style rows name a method of ``class Solution`` (LeetCode's layout), as verl's prime_code reads them.
         owner = module.__dict__["Solution"]() if hello.get("solution_class") and "class Solution" in hello["code"] \

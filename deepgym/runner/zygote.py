@@ -1,4 +1,14 @@
-"""A program's case server (a "zygote"): one interpreter per sample that forks a fresh child for each case.
+"""Zygotes: processes that fork a fresh child per request instead of the runner starting a fresh interpreter.
+
+**The worker zygote** (:func:`start_workers`, the runner's side in :mod:`forked`) is forked from the runner
+itself before it reads a request (from warm mode's server before it reads the first), drops the runner's
+privileges and stays root: it forks each function worker, which switches to the request's uid in
+:func:`_worker_child` before the submission's code is even read, and answers ``{"exit": status}`` when it
+ends. It never receives a request, a case or an expected output, only a worker's argv, uid, working
+directory, environment and descriptors.
+
+**A program's case server**, below, is one interpreter per sample, as the submission's user, that forks a
+fresh child for each case.
 
 ``python3 -m deepgym_runner.zygote MEMORY_MB NOFILE CPU_S PATH CONTROL_FD PRELOAD SWEEP``
 
@@ -32,6 +42,7 @@ import array  # noqa: F401 - socket.recv_fds needs it: imported before any case 
 import atexit
 import builtins
 import ctypes
+import fcntl
 import importlib
 import json
 import os
@@ -41,11 +52,20 @@ import socket
 import sys
 import types
 
+from . import worker
 from .worker import confine
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
 PR_SET_DUMPABLE = 4
-MAX_MESSAGE = 4096
+MAX_MESSAGE = 1 << 16
 STDIO = 3
+# A worker's descriptors: stdin, stdout, stderr, the runner's requests and its replies.
+WORKER_FDS = 5
+# Descriptors a child closes: far past any its zygote holds (the sandbox's nofile limit is small).
+MAX_FD = 1 << 16
 
 
 def _set_dumpable(libc: ctypes.CDLL, dumpable: bool) -> None:
@@ -110,38 +130,29 @@ def _run_case(path: str, code: types.CodeType | None, error: BaseException | Non
     return 0
 
 
-def serve(control: socket.socket, libc: ctypes.CDLL, path: str, code: types.CodeType | None,
-          error: BaseException | None, sweep: bool) -> None:
-    """Fork one child per request until the runner closes the socket (a child never returns)."""
+def fork_per_request(control: socket.socket, count: int, child: Callable[[dict, list[int]], None],
+                     sweep: bool) -> None:
+    """The loop of both zygotes: per message on ``control`` (a JSON object with ``count`` descriptors), fork a
+    child that runs ``child(message, descriptors)`` and never returns, wait for it, with ``sweep`` kill every
+    other process of this user, and reply ``{"exit": status}``. Returns when the socket closes or a message is
+    malformed."""
     while True:
         try:
-            message, fds, _flags, _address = socket.recv_fds(control, MAX_MESSAGE, STDIO)
+            message, fds, _flags, _address = socket.recv_fds(control, MAX_MESSAGE, count)
         except OSError:
             return None
-        if not message:
-            return None
         try:
-            cpu_s = int(json.loads(message)["cpu_s"])
-        except (ValueError, KeyError, TypeError):
-            return None
-        if len(fds) != STDIO:
+            request = json.loads(message) if message and len(fds) == count else None
+        except ValueError:
+            request = None
+        if not isinstance(request, dict):
+            for fd in fds:
+                os.close(fd)
             return None
         pid = os.fork()
         if pid == 0:
             control.close()
-            for target, fd in enumerate(fds):
-                os.dup2(fd, target)
-            for fd in fds:
-                if fd >= STDIO:
-                    os.close(fd)
-            cpu_s = min(cpu_s, resource.getrlimit(resource.RLIMIT_CPU)[1])
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
-            try:
-                _set_dumpable(libc, True)  # as any process is: /proc/self stays its own
-            except OSError:
-                pass  # still hidden, which only the child itself can notice
-            signal.pthread_sigmask(signal.SIG_SETMASK, ())
-            _finish(_run_case(path, code, error))
+            child(request, fds)
         for fd in fds:
             os.close(fd)
         _, status = os.waitpid(pid, 0)
@@ -154,6 +165,124 @@ def serve(control: socket.socket, libc: ctypes.CDLL, path: str, code: types.Code
             control.send(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode())
         except OSError:
             return None
+
+
+def _on_stdio(fds: list[int]) -> None:
+    """Put ``fds`` on descriptors 0, 1, 2... (by way of copies numbered past them, so that no target overwrites
+    a source still to come) and close every other descriptor."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, len(fds)) for fd in fds]
+    for target, fd in enumerate(high):
+        os.dup2(fd, target)
+    os.closerange(len(fds), MAX_FD)
+
+
+def _case_child(path: str, code: types.CodeType | None, error: BaseException | None,
+                libc: ctypes.CDLL) -> Callable[[dict, list[int]], None]:
+    def child(request: dict, fds: list[int]) -> None:
+        status = 1
+        try:
+            _on_stdio(fds)
+            cpu_s = min(int(request["cpu_s"]), resource.getrlimit(resource.RLIMIT_CPU)[1])
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+            try:
+                _set_dumpable(libc, True)  # as any process is: /proc/self stays its own
+            except OSError:
+                pass  # still hidden, which only the child itself can notice
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
+            status = _run_case(path, code, error)
+        finally:
+            _finish(status)
+
+    return child
+
+
+def serve(control: socket.socket, libc: ctypes.CDLL, path: str, code: types.CodeType | None,
+          error: BaseException | None, sweep: bool) -> None:
+    """Fork one child per case until the runner closes the socket (a child never returns)."""
+    fork_per_request(control, STDIO, _case_child(path, code, error, libc), sweep)
+
+
+# ------------------------------------------------------------------------------------------------ the worker zygote
+
+def _worker_child(request: dict, fds: list[int]) -> None:
+    """In a child of the worker zygote: become the worker process a fresh ``python3 -m deepgym_runner.worker``
+    would be, then run it. ``fds`` are its stdin, stdout, stderr, requests and replies (3 and 4 in its argv)."""
+    status = 125
+    try:
+        _on_stdio(fds)
+        os.setsid()
+        uid = request["uid"]
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # the kernel clears every capability and makes the process non-dumpable
+        _set_dumpable(ctypes.CDLL(None, use_errno=True), True)  # as after an exec: /proc/self is its own again
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = [worker.__file__, *request["argv"]]
+        status = worker.main(request["argv"])
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException:  # noqa: BLE001 - reported as an interpreter reports an uncaught exception
+        sys.excepthook(*sys.exc_info())
+        status = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(status & 0xFF if isinstance(status, int) else 1)
+
+
+def serve_workers(master: socket.socket) -> None:
+    """The worker zygote's life: per connection that arrives on ``master`` (one per sample), fork a worker per
+    request on it until it closes; end when ``master`` closes."""
+    while True:
+        try:
+            message, fds, _flags, _address = socket.recv_fds(master, MAX_MESSAGE, 1)
+        except OSError:
+            return
+        if message != b"connect" or len(fds) != 1:
+            return
+        connection = socket.socket(fileno=fds[0])
+        fork_per_request(connection, WORKER_FDS, _worker_child, sweep=False)
+        connection.close()
+
+
+def start_workers() -> tuple[int, socket.socket]:
+    """Fork the worker zygote from this process (the runner, before it has read any request; warm mode's
+    server, before it has read the first) and return its pid and the master socket to it.
+
+    The zygote keeps nothing of its parent's but the imports: it puts /dev/null on its stdin and stdout (the
+    request stream and the runner's events), holds no other descriptor but the master socket, drops the
+    runner's privileges as the runner does, and is not dumpable. It stays root, so no submission's uid can
+    signal it, trace it or open its descriptors; the children it forks switch to the request's uid before
+    anything of the submission's runs."""
+    master, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the zygote
+        status = 1
+        try:
+            master.close()
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            keep = theirs.fileno()
+            os.closerange(3, keep)
+            os.closerange(keep + 1, MAX_FD)
+            from .privileges import drop_privileges
+
+            if drop_privileges() is None:
+                _set_dumpable(ctypes.CDLL(None, use_errno=True), False)
+                serve_workers(theirs)
+                status = 0
+        finally:
+            os._exit(status)
+    theirs.close()
+    return pid, master
 
 
 def main(argv: list[str]) -> int:

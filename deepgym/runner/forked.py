@@ -1,0 +1,121 @@
+"""The runner's handles on the children its zygotes fork (:mod:`zygote`): a program's cases, and a function
+task's workers.
+
+The worker zygote (:class:`Workers`) is forked from the runner before it reads a request (from warm mode's
+server before the first), so it holds nothing of any sample's; it forks each worker, which switches to the
+request's uid and runs :mod:`worker` as a fresh ``python3 -m deepgym_runner.worker`` would, minus the
+interpreter's start and imports. The worker's limits, its uid, its session, the kill sweep and the quiescence
+checks are the runner's, exactly as for a spawned worker (:class:`Sandbox`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+from .sandbox import KILL_WAIT_S
+
+
+class Forked:
+    """A zygote's child (a program's case, a worker) as :class:`Supervised` sees a process: its output pipes,
+    and ``wait``, which reads the zygote's reply (the child's exit status)."""
+
+    def __init__(self, stdout_fd: int, stderr_fd: int, control: socket.socket):
+        self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
+        self.stderr = os.fdopen(stderr_fd, "rb", buffering=0)
+        self._control = control
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The child's exit status; raises TimeoutExpired when the zygote gives none (it died, or wrote
+        something else)."""
+        if self.returncode is not None:
+            return self.returncode
+        self._control.settimeout(timeout)
+        try:
+            reply = json.loads(self._control.recv(4096))
+        except (OSError, ValueError):
+            reply = None
+        finally:
+            self._control.settimeout(None)
+        code = reply.get("exit") if isinstance(reply, dict) else None
+        if type(code) is not int or not -64 <= code <= 255:
+            raise subprocess.TimeoutExpired("zygote", timeout or 0.0)
+        self.returncode = code
+        return code
+
+    def poll(self) -> int | None:
+        return None  # the end is signalled on the control socket (Supervised's exit_fd)
+
+    def close(self) -> None:
+        self.stdout.close()
+        self.stderr.close()
+
+
+class Workers:
+    """The runner's handle on its worker zygote (:func:`zygote.start_workers`): a pristine process that forks
+    each function task's worker instead of the runner exec'ing a fresh interpreter for it. ``pid`` is runner
+    side (:class:`Sandbox` never charges its CPU to a submission, nor counts it as someone else's)."""
+
+    def __init__(self) -> None:
+        from .zygote import start_workers
+
+        self.pid, self._master = start_workers()
+
+    def connect(self) -> WorkerConnection:
+        """A connection for one sample: the zygote serves it until it closes (the sample's runner exits)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(self._master, [b"connect"], [theirs.fileno()])
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return WorkerConnection(self.pid, ours)
+
+    def alive(self) -> bool:
+        """Whether the zygote still runs (it is this process's child)."""
+        try:
+            return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
+        except ChildProcessError:
+            return False
+
+
+class WorkerConnection:
+    """One sample's connection to the worker zygote: :meth:`fork` starts a worker, one at a time."""
+
+    def __init__(self, pid: int, control: socket.socket):
+        self.pid = pid
+        self.control = control
+        self._last: Forked | None = None
+
+    def fork(self, argv: list[str], *, uid: int, cwd: str, env: dict[str, str],
+             fds: tuple[int, int]) -> Forked:
+        """A worker as uid ``uid`` running ``worker.main(argv)`` in ``cwd`` with environment ``env``; ``fds``
+        (the requests and replies pipes' ends) become its descriptors 3 and 4. Its end is signalled on
+        :attr:`control`. Raises OSError when the zygote does not serve (it died, or its last worker's end is
+        not reported): the runner's failure, never the submission's, since its last worker was killed."""
+        if self._last is not None:
+            try:
+                self._last.wait(timeout=KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                raise OSError("the worker zygote did not report the end of the last worker") from None
+            self._last = None
+        stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            message = json.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env}).encode()
+            socket.send_fds(self.control, [message], [stdin, out_w, err_w, *fds])
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
+        finally:
+            for fd in (stdin, out_w, err_w):
+                os.close(fd)
+        self._last = Forked(out_r, err_r, self.control)
+        return self._last

@@ -1,0 +1,137 @@
+"""The worker zygote (deepgym/runner/forked.py, zygote.py) against the real image, in a fresh container per
+sample and in warm mode: a function worker forked from the zygote is exactly as confined as a freshly
+exec'd one, holds nothing of the sample's hidden tests, and cannot reach the zygote or the runner.
+
+Each test's submission reports what it found in its verdict's details (it raises with the report). Every
+probe is shown to work where it must (the worker finds its root parent, the zygote, and reads its own
+/proc), so a leak would be seen."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from support import ensure_images, fenced, solution
+
+pytestmark = pytest.mark.docker
+
+ENV = "coin_change"
+TEMPLATE = '''
+import ctypes, gc, json, os, resource, signal, socket, sys
+def coin_change(coins, amount):
+    report = {{"host": socket.gethostname(), "uid": os.getuid(), "pid": os.getpid()}}
+{body}
+    raise RuntimeError("REPORT=" + json.dumps(report, sort_keys=True) + "=END")
+'''
+# What the worker learns about itself, and what it can do to every root process in the container (the
+# zygote, its parent; the runner; warm mode's server; the init).
+PROBE = '''
+status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
+report["caps"] = status["CapEff"].strip()
+report["no_new_privs"] = status["NoNewPrivs"].strip()
+report["session_leader"] = os.getsid(0) == os.getpid()
+report["dumpable"] = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+report["fds"] = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+report["address_space"] = resource.getrlimit(resource.RLIMIT_AS)
+report["oom_score_adj"] = open("/proc/self/oom_score_adj").read().strip()
+report["environment"] = sorted(os.environ)
+parent = os.getppid()
+report["parent_uid"] = os.stat(f"/proc/{parent}").st_uid
+report["forked"] = "deepgym_runner.judge" in sys.modules  # the zygote's imports: no interpreter of its own
+report["hidden_cases_loaded"] = any(name.startswith("deepgym_hidden") for name in sys.modules)
+report["expected_seen"] = sum(1 for o in gc.get_objects() if isinstance(o, dict) and "expected" in o)
+report["request_seen"] = sum(1 for o in gc.get_objects() if type(o).__name__ == "Request")
+libc = ctypes.CDLL(None, use_errno=True)
+reached = {}
+roots = []
+for p in os.listdir("/proc"):
+    try:
+        if p.isdigit() and os.stat(f"/proc/{p}").st_uid == 0:
+            roots.append(int(p))
+    except OSError:
+        pass  # gone meanwhile
+for pid in roots:
+    done = []
+    for name, attempt in (("signal", lambda: os.kill(pid, 0)), ("kill", lambda: os.kill(pid, signal.SIGKILL)),
+                          ("stop", lambda: os.kill(pid, signal.SIGSTOP)),
+                          ("fds", lambda: os.listdir(f"/proc/{pid}/fd")), ("environ", lambda: open(f"/proc/{pid}/environ").read()),
+                          ("mem", lambda: open(f"/proc/{pid}/mem", "rb").read(1))):
+        try:
+            attempt()
+            done.append(name)
+        except OSError:
+            pass
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+        done.append("ptrace")
+    if done:
+        reached[pid] = done
+report["roots"] = roots
+report["reached"] = reached
+'''
+
+
+def submission(body: str) -> str:
+    return fenced(TEMPLATE.format(body=textwrap.indent(textwrap.dedent(body), "    ")))
+
+
+def report_of(verdict) -> dict:
+    assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
+    assert "REPORT=" in verdict.details, verdict.cases[0].error
+    return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
+
+
+@pytest.fixture(scope="module")
+def gym():
+    from deepgym import DeepGym
+    from deepgym.sandbox.warm import WarmPool
+
+    ensure_images(ENV)
+    with DeepGym("docker", max_parallel=2) as client:
+        client.provider._warm = WarmPool(client.provider, size=1)
+        yield client
+
+
+def assert_confined(report: dict) -> None:
+    assert report["forked"] and report["parent_uid"] == 0, report  # forked by the zygote (root), not exec'd
+    assert report["uid"] >= 1000 and report["caps"] == "0000000000000000" and report["no_new_privs"] == "1", report
+    assert report["session_leader"] and report["dumpable"] == 1 and report["oom_score_adj"] == "1000", report
+    assert report["fds"][:5] == [0, 1, 2, 3, 4] and len(report["fds"]) <= 6, report  # + the one listdir opened
+    assert report["address_space"][0] == report["address_space"][1] > 0, report
+    assert set(report["environment"]) <= {"PATH", "LANG", "LC_ALL", "HOME", "TMPDIR"}, report
+    assert not report["hidden_cases_loaded"] and report["expected_seen"] == 0 and report["request_seen"] == 0, report
+    assert len(report["roots"]) >= 2, report  # the probe saw the zygote and the runner: a reach would show
+    assert report["reached"] == {}, report
+
+
+@pytest.mark.parametrize("isolation", ["container", "process"])
+def test_a_forked_worker_is_confined_and_holds_nothing_of_the_sample(gym, isolation):
+    assert_confined(report_of(gym.run(ENV, submission(PROBE), isolation=isolation)))
+
+
+def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_worker(gym):
+    attack = '''
+    for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+        for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGKILL):
+            try:
+                if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+                    os.kill(pid, sig)
+            except OSError:
+                pass
+    import builtins
+    builtins.PLANTED = json.PLANTED = "deepgym-plant"  # only this worker's copy of the interpreter changes
+    sys.modules["deepgym_plant"] = sys
+    report["planted"] = True
+    '''
+    look = PROBE + textwrap.dedent('''
+    import builtins
+    report["planted_seen"] = hasattr(builtins, "PLANTED") or hasattr(json, "PLANTED") or "deepgym_plant" in sys.modules
+    ''')
+    planted = report_of(gym.run(ENV, submission(attack), isolation="process"))
+    seen = report_of(gym.run(ENV, submission(look), isolation="process"))
+    assert planted["host"] == seen["host"] and planted["uid"] != seen["uid"], (planted, seen)
+    assert planted["planted"] and not seen["planted_seen"], seen
+    assert_confined(seen)
+    right = gym.run(ENV, fenced(solution(ENV, "reference")), isolation="process")
+    assert right.score == 1.0, right
