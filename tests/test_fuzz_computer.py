@@ -203,7 +203,7 @@ def test_the_worst_actions_are_text_on_a_live_desktop_and_the_episode_still_scor
         for action in WORST:
             step = session.step(action)
             assert step.observation.text.startswith("invalid action:") and not step.done, (action, step)
-        channel = session._desktop.channel
+        channel = session._sandbox.channel
         for action in WORST[:-1]:  # the last has no JSON form (an int of 5001 digits): no host can send it
             channel.send({"op": "act", "action": action})
             reply = channel.receive(30)

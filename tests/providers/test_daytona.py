@@ -158,7 +158,10 @@ def test_registration_needs_a_pushed_image(standin, tmp_path):
         register("daytona", ["two_sum"], standin.manifest, provider=DaytonaProvider(**settings(standin)))
 
 
-def test_at_most_max_sandboxes_are_alive_at_once(standin):
+def test_at_most_max_sandboxes_are_alive_at_once(standin, tmp_path, monkeypatch):
+    # The account's slots in a folder of the test's own, so no other holder of the stand-ins' account on this
+    # host (another test's sandbox still being deleted, another run) takes the one slot.
+    monkeypatch.setenv("DEEPGYM_ADMISSION_DIR", str(tmp_path))
     provider = DaytonaProvider(**settings(standin), max_sandboxes=1)
     provider.limits.wait_s = 1.0
     try:
