@@ -164,7 +164,7 @@ def slot_held(directory: Path) -> bool:
 
 def containers_of(env: str) -> list[str]:
     """This process's containers of ``env`` (other processes may run ``env`` meanwhile)."""
-    listed = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={ENVIRONMENT_LABEL}={env}",
+    listed = subprocess.run(["docker", "ps", "-a", "--filter", f"label={ENVIRONMENT_LABEL}={env}",
                              "--format", f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'],
                             capture_output=True, text=True, check=True).stdout
     return [line.split()[0] for line in listed.splitlines() if f"/{os.getpid()}/" in line]
