@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from support import ensure_images, fenced, solution
-from deepgym import DeepGym
+from deepgym import DeepGym, NoVerdictError
 from deepgym.admission import Admission, AdmissionTimeout
 from deepgym.environments import load_environment
 from deepgym.judging import ENVIRONMENT_LABEL
@@ -76,7 +76,7 @@ def timed_episode(gym: DeepGym, variant: int, solution_name: str, ready=lambda: 
 PROCESS_EPISODE = textwrap.dedent('''
     import json, os, sys, time
     sys.path.insert(0, sys.argv[1])
-    from deepgym import DeepGym
+    from deepgym import DeepGym, NoVerdictError
     from test_session_admission import timed_episode
     variant, name, mine, theirs = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
     def ready():
@@ -152,6 +152,24 @@ def test_a_waiting_step_is_charged_neither_its_timeout_nor_the_episodes_budget(a
             session.step(action)
         verdict = session.score()
     assert verdict.score == 1.0 and verdict.timings["admission_wait_s"] >= 2.0, verdict.timings
+
+
+def test_a_step_that_gets_no_slot_within_the_episodes_allowance_has_no_verdict(admission_dir):
+    """Like a single-turn sample whose account slot never came (StartFailure): nothing of the agent's ran, so
+    no verdict, never a 0; the container's lifetime covers the allowance, so it is the wait that ends it."""
+    with DeepGym(mode="docker") as gym, gym.session(SHELL) as session:
+        session._wait_allowance_s = 1.0
+        session.start()
+        held = Admission(bound=1, directory=admission_dir).acquire(timeout_s=60)
+        try:
+            step = session.step("echo ran")
+        finally:
+            held.release()
+        assert step.done and "ran" not in step.observation.text
+        with pytest.raises(NoVerdictError) as failure:
+            session.score()
+    assert failure.value.error_type == "sandbox_start_failure"
+    assert "allowance of 1 s" in failure.value.reason and "DEEPGYM_MAX_SANDBOXES" in failure.value.reason
 
 
 def slot_held(directory: Path) -> bool:
