@@ -23,6 +23,9 @@ at least, or ``max_parallel``, or the admission bound), with the slot and how lo
 session (:func:`deepgym.session.handed`), which decides what the wait means for the episode as the sync path
 does. A step holds a thread only while its command runs.
 
+A remote provider's account (no admission key) bounds its own sandboxes: its samples go straight to the
+executor (``max_parallel`` threads), where the adapter waits for the account's slot.
+
 On deepgym's shutdown (:mod:`deepgym.shutdown`) every sample, waiting or running, ends as no verdict,
 ``cancelled``.
 """
@@ -55,13 +58,13 @@ _executors: weakref.WeakKeyDictionary[DeepGym, dict[str, ThreadPoolExecutor]] = 
 
 
 def executor(gym: DeepGym, kind: str = "samples") -> ThreadPoolExecutor:
-    """The client's bounded executor for admitted samples (``samples``: its admission bound of threads) or for
-    session calls (``sessions``), made on first use."""
+    """The client's bounded executor for admitted samples (``samples``: its admission bound of threads, or
+    ``max_parallel`` on a remote account) or for session calls (``sessions``), made on first use."""
     with _lock:
         pools = _executors.setdefault(gym, {})
         pool = pools.get(kind)
         if pool is None:
-            bound = gym.admission.bound if gym.admission is not None else 0
+            bound = gym.admission.bound if gym.admission is not None else gym.max_parallel
             workers = bound if kind == "samples" else max(SESSION_WORKERS, gym.max_parallel, bound)
             pool = pools[kind] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"deepgym-async-{kind}")
         return pool
@@ -82,6 +85,8 @@ async def judge(gym: DeepGym, env: str | Environment | RowTask, response: str, o
     environment = env.environment if isinstance(env, RowTask) else load_environment(env)
     if submission(environment, response, options.get("reasoning", "auto")) is None:
         return gym.judge(env, response, **options)  # nothing will run: no slot, no thread
+    if gym.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
+        return await asyncio.wrap_future(executor(gym).submit(gym.judge, env, response, **options))
     try:
         slot = await gym.admission.aacquire(cancelled=shutdown.requested)
     except AdmissionCancelled:
