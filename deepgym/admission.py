@@ -17,6 +17,13 @@ processes take turns at the head of a queue (another lock file): the head polls 
 taken within milliseconds while waiting costs next to no CPU. Every wait can be cancelled or given a timeout.
 A coroutine waits with :meth:`Admission.aacquire`, which blocks neither its event loop nor a thread.
 
+**What holds a slot.** A single-turn sample, from its sandbox's start to its verdict. A multi-turn episode
+(:mod:`deepgym.session`, desktops too) only while it works on the host: its start (the container and the first
+observation), each action, and the final verification; never while its container idles between turns (the
+model is thinking), because slots bound running work, not living containers, and an idle container uses no
+CPU. Its waits are charged to none of its budgets either. A call made inside a held slot (:meth:`slot`,
+:meth:`holding`) uses that slot, so nothing of one sample or one step waits for a second.
+
 **Keys.** ``host`` is for sandboxes that use this host's CPUs: docker on the local engine, local mode. Other
 places take slots under their own key and bound, e.g. a remote provider per account::
 

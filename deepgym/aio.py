@@ -17,9 +17,14 @@ module only decides *where* it runs. How a sample spends its time:
    for another. Cancelling an admitted sample's task stops the wait for its outcome; its sandbox finishes
    within its deadline in the background, and its slot is freed then.
 
-A session's blocking calls (start, each step, score, close) run in a second bounded executor of the client
-(:data:`SESSION_WORKERS` threads at least, or ``max_parallel``): a step holds a thread while its command
-runs, and steps beyond that wait for one without holding a thread.
+A session's calls that do work on the host (start, each step, score) wait for their admission slot the same
+way, as a coroutine, and then run in a second bounded executor of the client (:data:`SESSION_WORKERS` threads
+at least, or ``max_parallel``, or the admission bound), with the slot and how long it took handed to the
+session (:func:`deepgym.session.handed`), which decides what the wait means for the episode as the sync path
+does. A step holds a thread only while its command runs.
+
+A remote provider's account (no admission key) bounds its own sandboxes: its samples go straight to the
+executor (``max_parallel`` threads), where the adapter waits for the account's slot.
 
 On deepgym's shutdown (:mod:`deepgym.shutdown`) every sample, waiting or running, ends as no verdict,
 ``cancelled``.
@@ -35,13 +40,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import shutdown
-from .admission import AdmissionCancelled, Slot
+from .admission import AdmissionCancelled, AdmissionTimeout, Slot
 from .environments import Environment, load_environment
 from .rows import RowTask
+from .session import handed
 
 if TYPE_CHECKING:
     from .client import BatchResult, DeepGym, Outcome
-    from .session import Observation, Session, StepResult
+    from .session import BaseSession, Observation, StepResult, Wait
     from .verdict import NoVerdictError, Verdict
 
 SESSION_WORKERS = 32
@@ -52,13 +58,14 @@ _executors: weakref.WeakKeyDictionary[DeepGym, dict[str, ThreadPoolExecutor]] = 
 
 
 def executor(gym: DeepGym, kind: str = "samples") -> ThreadPoolExecutor:
-    """The client's bounded executor for admitted samples (``samples``: its admission bound of threads) or for
-    session calls (``sessions``), made on first use."""
+    """The client's bounded executor for admitted samples (``samples``: its admission bound of threads, or
+    ``max_parallel`` on a remote account) or for session calls (``sessions``), made on first use."""
     with _lock:
         pools = _executors.setdefault(gym, {})
         pool = pools.get(kind)
         if pool is None:
-            workers = gym.admission.bound if kind == "samples" else max(SESSION_WORKERS, gym.max_parallel)
+            bound = gym.admission.bound if gym.admission is not None else gym.max_parallel
+            workers = bound if kind == "samples" else max(SESSION_WORKERS, gym.max_parallel, bound)
             pool = pools[kind] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"deepgym-async-{kind}")
         return pool
 
@@ -78,6 +85,8 @@ async def judge(gym: DeepGym, env: str | Environment | RowTask, response: str, o
     environment = env.environment if isinstance(env, RowTask) else load_environment(env)
     if submission(environment, response, options.get("reasoning", "auto")) is None:
         return gym.judge(env, response, **options)  # nothing will run: no slot, no thread
+    if gym.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
+        return await asyncio.wrap_future(executor(gym).submit(gym.judge, env, response, **options))
     try:
         slot = await gym.admission.aacquire(cancelled=shutdown.requested)
     except AdmissionCancelled:
@@ -133,7 +142,8 @@ async def in_session_thread(gym: DeepGym, call: Callable[..., T], *args: Any, **
 
 class AsyncSession:
     """A :class:`deepgym.session.Session` for a coroutine: the same methods, awaited, each run in the client's
-    session executor; the same rules and outcomes (it is the same Session underneath, :attr:`session`).
+    session executor once its admission slot is taken on the event loop; the same rules and outcomes (it is
+    the same Session underneath, :attr:`session`).
 
     ::
 
@@ -143,7 +153,7 @@ class AsyncSession:
             verdict = await session.score()           # raises NoVerdictError
     """
 
-    def __init__(self, gym: DeepGym, session: Session):
+    def __init__(self, gym: DeepGym, session: BaseSession):
         self.gym = gym
         self.session = session
 
@@ -161,19 +171,48 @@ class AsyncSession:
         return self.session.outcome
 
     async def start(self) -> Observation:
-        return await in_session_thread(self.gym, self.session.start)
+        return await self._admitted(self.session.start)
 
     async def step(self, action: Any, *args: Any, **kwargs: Any) -> StepResult:
-        return await in_session_thread(self.gym, self.session.step, action, *args, **kwargs)
+        if self.session.done:  # over: it answers at once (it raises), without a slot
+            return await in_session_thread(self.gym, self.session.step, action, *args, **kwargs)
+        return await self._admitted(self.session.step, action, *args, **kwargs)
 
     async def score(self) -> Verdict:
-        return await in_session_thread(self.gym, self.session.score)
+        return await self._admitted(self.session.score)
 
     async def close(self) -> None:
         await in_session_thread(self.gym, self.session.close)
+
+    async def _admitted(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call`` in the session executor, after waiting for its slot here as a coroutine (no thread waits).
+        How the wait ended goes to the call, which decides what it means for the episode."""
+        admission = self.gym.admission
+        if admission is None or self.session.outcome is not None:  # no slot to take, or nothing left to do
+            return await in_session_thread(self.gym, call, *args, **kwargs)
+        try:
+            wait: Wait = await admission.aacquire(timeout_s=self.session.wait_left_s(), cancelled=shutdown.requested)
+        except (AdmissionCancelled, AdmissionTimeout) as exc:
+            wait = exc
+        future = executor(self.gym, "sessions").submit(_handed_call, self.gym, wait, call, args, kwargs)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if future.cancel() and isinstance(wait, Slot):  # it never started, so its slot is still ours to free
+                wait.release()
+            raise
 
     async def __aenter__(self) -> AsyncSession:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _handed_call(gym: DeepGym, wait: Wait, call: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:
+    try:
+        with handed(gym.admission, wait):
+            return call(*args, **kwargs)
+    finally:
+        if isinstance(wait, Slot):
+            wait.release()

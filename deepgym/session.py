@@ -22,6 +22,19 @@ returns its partial output and ``[timed out after N s]`` and the episode goes on
 or ``episode_s`` after the first observation (the model's own thinking time included), the episode is done.
 deepgym enforces them, because verl's loop has no timeout anywhere.
 
+**Admission** (:mod:`deepgym.admission`): an episode holds one of the host's sandbox slots while it does work
+on the host, the same slots as single-turn samples: while :meth:`~BaseSession.start` makes its container and
+the first observation, during each step's action and during the final verification. Between them (the model
+thinking) it holds none: the slots bound *running* actions, not living containers, because an idle container
+uses no CPU and counting it would let idle episodes keep every sample waiting. Waiting is never charged:
+not to a step's timeout or the verification's (their clocks start once the slot is held), and not to the
+episode's wall budget (``episode_s`` counts the model's time between actions, not its waits). The start
+waits as long as a single-turn sample does; the later waits of an episode share an allowance of
+``episode_s`` in all, which its container's lifetime includes, and a wait beyond it ends the episode with
+no verdict (row 2). A shutdown ends a waiting episode as ``cancelled`` (row 6). Providers without an
+admission key (a remote account) bound their own sandboxes. :mod:`deepgym.aio` waits on the event loop and
+hands the slot to the call (:func:`handed`).
+
 **Services** an environment declares (a server the task asks for) are started by a trusted supervisor at
 the agent's request, survive the kill of the agent's processes, and are checked at grading
 (:mod:`deepgym.runner.services`). **Local mode** (``DeepGym(mode="local", allow_local=True)``) runs an
@@ -32,18 +45,23 @@ episode on the host with none of this isolation, for developing an environment o
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import secrets
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from . import shutdown
+from .admission import Admission, AdmissionCancelled, AdmissionTimeout, Slot
 from .environments import Environment, load_environment
 from .runner.protocol import IN_PLAY, REPORT, parse_events
-from .sandbox import ExecOptions, ExecResult, ImageMissing, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec
+from .sandbox import (ExecOptions, ExecResult, ImageMissing, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
+                      StartFailure)
 from .verdict import CaseResult, NoVerdictError, Verdict
 
 if TYPE_CHECKING:
@@ -78,6 +96,26 @@ START_ATTEMPTS = 3
 START_RETRY_S = 0.2
 CUT = "\n[... {count} characters cut ...]\n"
 _Episode = TypeVar("_Episode", bound="BaseSession")
+Wait = Union[Slot, AdmissionCancelled, AdmissionTimeout]
+"""How a wait for an admission slot ended: the slot taken, or why there is none."""
+# A wait for a session call's slot that the call's caller did itself (deepgym.aio, on the event loop).
+_handed: contextvars.ContextVar[list[Wait] | None] = contextvars.ContextVar("deepgym_session_wait", default=None)
+
+
+@contextlib.contextmanager
+def handed(admission: Admission, wait: Wait) -> Iterator[None]:
+    """Within the block, the next session call's wait for its slot is ``wait``, done by the caller: the slot it
+    took (held for the block, :meth:`Admission.holding`; the caller releases it) or how its wait ended. How
+    :class:`deepgym.aio.AsyncSession` waits as a coroutine and runs the call in a worker thread."""
+    token = _handed.set([wait])
+    try:
+        if isinstance(wait, Slot):
+            with admission.holding(wait):
+                yield
+        else:
+            yield
+    finally:
+        _handed.reset(token)
 
 
 @dataclass(frozen=True)
@@ -138,7 +176,8 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
     row  failure                                                phase      outcome
     ===  =====================================================  =========  ===================================
     1    the engine, provider, network or credentials failed    any        no verdict, ``daemon_unavailable``
-    2    the sandbox could not be created or started            start      no verdict, its own type
+    2    the sandbox could not be created or started, or no     start;     no verdict, its own type
+         admission slot came free in time (StartFailure)        any
     3    the sandbox's lifetime ran out and the agent's own     any        no verdict, ``sandbox_lost``
          actions took less than half the episode
     4    the sandbox broke under the agent: killed, hung, its   action,    scored 0, ``policy_sandbox_failure``
@@ -155,6 +194,9 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
     filled the sandbox is ``policy_sandbox_failure`` (:mod:`deepgym.runner.session`); an episode where the
     agent never acted scores 0 (``no_action``, :meth:`Session.score`).
 
+    Row 2 includes an admission wait that timed out (deepgym's sandboxes raise StartFailure for it, as the
+    provider accounts' slots do for a single-turn sample): nothing of the agent's ran in it, in any phase.
+
     Row 4 includes a container removed from outside while the agent acted: the engine cannot tell that from
     one the agent's processes brought down, and the rule charges what it cannot read to the episode, so that
     "no verdict" is never an outcome the policy can choose.
@@ -167,7 +209,7 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
         return NoVerdictError("verifier_error", f"deepgym failed in the session's {phase} phase: {exc!r}", **where)
     if isinstance(exc, ProviderUnavailable):
         return NoVerdictError(exc.error_type, exc.reason, **where)
-    if phase == "start":
+    if phase == "start" or isinstance(exc, StartFailure):
         return NoVerdictError(exc.error_type, exc.reason, **where)
     if elapsed_s >= lifetime_s and 2 * acting_s < elapsed_s:
         return NoVerdictError("sandbox_lost", f"the sandbox's lifetime of {lifetime_s:g}s ran out, most of it not in "
@@ -203,6 +245,8 @@ class _Clock:
 
     started: float = field(default_factory=time.monotonic)
     acting_s: float = 0.0
+    waited_s: float = 0.0
+    """How long the episode waited for admission slots after its start: never charged to its budget."""
     observed: float | None = None
     """When the first observation was ready: the episode's budget runs from there, not from the container's
     creation (which a busy engine makes slow)."""
@@ -213,7 +257,8 @@ class _Clock:
 
     @property
     def budget_used_s(self) -> float:
-        return 0.0 if self.observed is None else time.monotonic() - self.observed
+        """The episode's wall budget used: the time since the first observation, less the admission waits."""
+        return 0.0 if self.observed is None else time.monotonic() - self.observed - self.waited_s
 
 
 class BaseSession:
@@ -242,7 +287,10 @@ class BaseSession:
         screen); the verdict's timings carry it."""
         self._sandbox: Any = None
         self._clock = _Clock()
-        self._lifetime_s = self.limits.episode_s + self._verify_deadline_s() + 3 * HOST_GRACE_S
+        self._wait_allowance_s = self.limits.episode_s
+        """How long the episode's waits for admission slots after its start may take in all."""
+        self._lifetime_s = (self.limits.episode_s + self._wait_allowance_s + self._verify_deadline_s()
+                            + 3 * HOST_GRACE_S)
         self._outcome: Verdict | NoVerdictError | None = None
 
     @property
@@ -272,14 +320,17 @@ class BaseSession:
         sandbox cannot be made (the container is removed then)."""
         if self._sandbox is not None or self._outcome is not None:
             raise RuntimeError("this session was started already; open a new one for another episode")
-        self._clock = _Clock()
-        try:
-            first = self._open()
-        except SandboxError as exc:
-            if isinstance(exc, ImageMissing):
-                self.gym.images.forget(self.env)
-            self._end(failure_result(exc, phase="start", **self._where()))
-            raise self._outcome from None
+        with self._admitted("start") as refused:
+            if refused is not None:
+                raise refused
+            self._clock = _Clock()  # once admitted: the container's lifetime starts with its creation
+            try:
+                first = self._open()
+            except SandboxError as exc:
+                if isinstance(exc, ImageMissing):
+                    self.gym.images.forget(self.env)
+                self._end(failure_result(exc, phase="start", **self._where()))
+                raise self._outcome from None
         if isinstance(first, str):
             self._end(NoVerdictError("sandbox_start_failure", first, **self._where()))
             raise self._outcome
@@ -289,7 +340,8 @@ class BaseSession:
     def step(self, action: Any) -> StepResult:
         """Run one action as the agent and return what it sees.
 
-        An invalid action comes back as text and counts as a step. A failed action ends the episode (its
+        An invalid action comes back as text and counts as a step. A valid one first waits for an admission
+        slot, which its timeout and the episode's budget do not count. A failed action ends the episode (its
         outcome is fixed by :func:`failure_result`; :meth:`score` returns or raises it)."""
         if self._sandbox is None and self._outcome is None:
             raise RuntimeError("call start() first")
@@ -304,17 +356,20 @@ class BaseSession:
             self.done = True
             return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was done]"),
                               0.0, True)
-        timeout = min(self.limits.step_timeout_s, left)
-        started = time.monotonic()
-        try:
-            reply = self._exchange(action, parsed, timeout)
-        except SandboxError as exc:
-            self._clock.acting_s += time.monotonic() - started
-            self._end(self._failure(exc, "action"))
-            return StepResult(Observation(f"the sandbox failed: {exc.reason}"), 0.0, True)
-        took = time.monotonic() - started
-        self._clock.acting_s += took
-        return self._observe(parsed, reply, timeout, took)
+        timeout = min(self.limits.step_timeout_s, left)  # the wait for the slot is not charged to it
+        with self._admitted("action") as refused:
+            if refused is not None:
+                return StepResult(Observation(f"the environment stopped: {refused.reason}"), 0.0, True)
+            started = time.monotonic()
+            try:
+                reply = self._exchange(action, parsed, timeout)
+            except SandboxError as exc:
+                self._clock.acting_s += time.monotonic() - started
+                self._end(self._failure(exc, "action"))
+                return StepResult(Observation(f"the sandbox failed: {exc.reason}"), 0.0, True)
+            took = time.monotonic() - started
+            self._clock.acting_s += took
+            return self._observe(parsed, reply, timeout, took)
 
     def _after(self, observation: Observation) -> StepResult:
         """The step's result once the budgets had their say: the step budget and the episode's wall clock."""
@@ -333,10 +388,51 @@ class BaseSession:
                 self._end(Verdict(score=0.0, passed=False, error_type="no_action",
                                   details="the episode ended before the agent took any action", **self._where()))
             else:
-                self._end(self._verify())
+                with self._admitted("verify") as refused:
+                    if refused is None:
+                        self._end(self._verify())
         if isinstance(self._outcome, NoVerdictError):
             raise self._outcome
         return self._outcome
+
+    def wait_left_s(self) -> float | None:
+        """How long the episode's next wait for an admission slot may take: None before the start (no container
+        lives yet, so it waits as long as a single-turn sample), else what is left of its allowance."""
+        if self._clock.observed is None:
+            return None
+        return max(0.0, self._wait_allowance_s - self._clock.waited_s)
+
+    @contextlib.contextmanager
+    def _admitted(self, phase: str) -> Iterator[NoVerdictError | None]:
+        """Hold an admission slot for the block (see the module's docstring): yields None once it is held, or
+        the no-verdict outcome that ended the episode instead (shut down, or no slot in time). The wait goes on
+        the episode's clock as waited, never as used. Without an admission (a remote provider's account bounds
+        its own sandboxes) the block runs at once."""
+        admission = self.gym.admission
+        if admission is None:
+            yield None
+            return
+        given = _handed.get()
+        wait = given.pop() if given else None  # the caller's wait, for this call only
+        asked = time.monotonic()
+        with contextlib.ExitStack() as holding:
+            failure: BaseException | None = None if isinstance(wait, Slot) else wait
+            if failure is None and shutdown.requested():
+                failure = AdmissionCancelled("deepgym is shutting down")
+            if failure is None:
+                try:
+                    holding.enter_context(admission.slot(timeout_s=self.wait_left_s(), cancelled=shutdown.requested))
+                except (AdmissionCancelled, AdmissionTimeout) as exc:
+                    failure = exc
+            self._clock.waited_s += wait.waited_s if isinstance(wait, Slot) else time.monotonic() - asked
+            if isinstance(failure, AdmissionTimeout):
+                failure = StartFailure(f"{failure}; the episode's waits for a slot after its start reached their "
+                                       f"allowance of {self._wait_allowance_s:g} s")
+            if failure is not None:
+                self._end(failure_result(failure, phase=phase, **self._where()))
+                yield self._outcome
+                return
+            yield None
 
     def _scored(self, report: dict[str, Any]) -> Verdict | NoVerdictError:
         """The outcome a final verification's report gives: its score, or no verdict when it has none."""
@@ -348,7 +444,8 @@ class BaseSession:
         return Verdict(score=report["score"], passed=report["passed"], error_type=error_type,
                        details=report.get("details", ""), cases=cases, cases_total=len(cases),
                        timings={"episode_s": round(self._clock.elapsed_s, 3),
-                                "acting_s": round(self._clock.acting_s, 3), **self.timings},
+                                "acting_s": round(self._clock.acting_s, 3),
+                                "admission_wait_s": round(self._clock.waited_s, 3), **self.timings},
                        image_id=self.image_id, image_status=self.image_status, **self._where())
 
     def _failure(self, exc: SandboxError, phase: str) -> Verdict | NoVerdictError:

@@ -24,6 +24,13 @@ def test_row_2_a_sandbox_that_fails_to_start_is_ours(error):
     assert outcome(failure_result(error, phase="start", **WHERE)) == ("none", error.error_type)
 
 
+@pytest.mark.parametrize("phase", ["action", "verify"])
+def test_row_2_a_start_failure_after_the_start_is_ours_too(phase):
+    """An admission slot that never came for a step or the verification: nothing of the agent's ran."""
+    result = failure_result(StartFailure("no slot came free"), phase=phase, acting_s=1, elapsed_s=5, **WHERE)
+    assert outcome(result) == ("none", "sandbox_start_failure")
+
+
 def test_row_3_an_expiry_is_ours_only_when_the_agent_did_not_take_most_of_the_time():
     lost = SandboxLost("the container stopped under a running command")
     idle = failure_result(lost, phase="action", acting_s=10, elapsed_s=100, lifetime_s=90, **WHERE)

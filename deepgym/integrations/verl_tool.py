@@ -72,8 +72,9 @@ def episode_count() -> int:
 class Episode:
     """One rollout's session. Created by the loop without a container; the tool's first call starts it.
 
-    It drives the session through deepgym's async API (:class:`deepgym.aio.AsyncSession`: each blocking call in
-    the client's bounded session executor); a lock keeps two calls of one rollout in order."""
+    It drives the session through deepgym's async API (:class:`deepgym.aio.AsyncSession`: each call waits for
+    its host admission slot as a coroutine, then runs in the client's bounded session executor); a lock keeps
+    two calls of one rollout in order."""
 
     def __init__(self, mode: str, max_output_chars: int | None, allow_local: bool = False):
         self.id = secrets.token_hex(16)

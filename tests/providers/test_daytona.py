@@ -263,3 +263,15 @@ def test_a_session_with_a_service_runs_on_daytona(standin, monkeypatch):
         wrong = replay(daytona, env, action_sequences(env, "wrong_own_background_server")[1], variant=1)
     assert (right.score, right.runtime) == (1.0, "daytona"), right
     assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong
+
+
+def test_arun_keeps_the_accounts_own_bound(gym):
+    """A remote account has no host admission key: arun goes straight to a thread, where the adapter waits for
+    the account's slot (it neither waits for a host slot nor fails for want of one)."""
+    import asyncio
+
+    async def main():
+        return await asyncio.gather(gym.arun("coin_change", fenced(REFERENCE)), gym.arun("coin_change", fenced(WRONG)))
+
+    assert gym.admission is None
+    assert [verdict.passed for verdict in asyncio.run(main())] == [True, False]
