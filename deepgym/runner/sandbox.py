@@ -24,10 +24,9 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 
 from .privileges import await_exits, kill_uid, make_dir, remove_dir
-from .protocol import DEFAULT_UID, Limits
+from .protocol import DEFAULT_UID, Limits, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -184,15 +183,15 @@ def psi_cpu_stall_s() -> float | None:
     return None
 
 
-@dataclass
 class _Stat:
-    state: str
-    ppid: int
-    session: int
-    cpu_s: float
-    system_s: float
-    start: int
-    own_cpu_s: float  # without the children it reaped
+    """One read of /proc/<pid>/stat: ``own_cpu_s`` leaves out the children the process reaped."""
+
+    __slots__ = ("state", "ppid", "session", "cpu_s", "system_s", "start", "own_cpu_s")
+
+    def __init__(self, state: str, ppid: int, session: int, cpu_s: float, system_s: float, start: int,
+                 own_cpu_s: float):
+        self.state, self.ppid, self.session, self.start = state, ppid, session, start
+        self.cpu_s, self.system_s, self.own_cpu_s = cpu_s, system_s, own_cpu_s
 
 
 def _stat(pid: int | str) -> _Stat | None:
@@ -259,17 +258,18 @@ def growing_into_memory_limit(pids: list[int]) -> str | None:
     return None
 
 
-@dataclass
 class Usage:
     """What the untrusted processes did during one measured window."""
 
-    cpu_s: float = 0.0
-    wall_s: float = 0.0
-    samples: int = 0
-    runnable_samples: int = 0
-    runner_lag_s: float = 0.0
-    psi_stall_s: float | None = None
-    oom_kills: int = 0
+    __slots__ = ("cpu_s", "wall_s", "samples", "runnable_samples", "runner_lag_s", "psi_stall_s", "oom_kills")
+
+    def __init__(self, cpu_s: float = 0.0, wall_s: float = 0.0, samples: int = 0, runnable_samples: int = 0,
+                 runner_lag_s: float = 0.0, psi_stall_s: float | None = None, oom_kills: int = 0):
+        self.cpu_s, self.wall_s, self.samples, self.runnable_samples = cpu_s, wall_s, samples, runnable_samples
+        self.runner_lag_s, self.psi_stall_s, self.oom_kills = runner_lag_s, psi_stall_s, oom_kills
+
+    def __repr__(self) -> str:
+        return f"Usage({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def runnable_fraction(self) -> float:
@@ -614,17 +614,15 @@ class Sandbox:
             self._sweep()
 
 
-@dataclass
 class Meter:
     """Measures the untrusted processes over a window; call :meth:`tick` while waiting."""
-
-    sandbox: Sandbox
-    usage: Usage = field(default_factory=Usage)
 
     # A tick is due every Supervised.POLL_S; time beyond this between two ticks is the runner running late.
     LAG_ALLOWANCE_S = 0.05
 
-    def __post_init__(self) -> None:
+    def __init__(self, sandbox: Sandbox):
+        self.sandbox = sandbox
+        self.usage = Usage()
         self._wall0 = self._last = time.monotonic()
         self._cpu0 = self.sandbox.cpu_s()
         self._psi0 = psi_cpu_stall_s()
@@ -894,8 +892,7 @@ class BrokenTests(RuntimeError):
     """The trusted tests themselves failed (a dataset row's test code): the runner's side, so no verdict."""
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(Record):
     """The folders of one sample, all fresh and all removed afterwards (:meth:`remove`).
 
     ``scratch`` is the submission's (the request's uid, 0700): its processes' working directory, HOME and
