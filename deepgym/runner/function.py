@@ -3,7 +3,8 @@
 The hidden tests are a module ``cases.py`` in the environment's directory (root-only inside the image):
 
 - ``cases(variant: int) -> list[dict]``: each case is ``{"id": str, "args": [...], "expected": ...}`` with
-  JSON values only. Seeded random cases are generated here and checked against a brute-force oracle.
+  JSON values only. Seeded random cases are generated here and checked against a brute-force oracle, once
+  per variant when the image is built (:mod:`hidden_cases`), not per sample.
 - optional ``check(args, expected, actual) -> bool`` for tasks with several right answers; it runs in the
   runner and only ever sees plain data.
 - optional ``FLOAT_TOLERANCE`` (relative and absolute) for the default comparison.
@@ -13,13 +14,12 @@ The loop that drives a worker (:func:`run_calls`) also judges a patch task's pro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
 import sys
-from types import ModuleType
 
+from . import hidden_cases
 from .channels import Fault, Reply, shown, worker_reply
 from .protocol import Limits
 from .sandbox import Budget, Meter, Outcome, Sandbox, Supervised, Usage, Workspace, failure
@@ -175,24 +175,10 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
     return results
 
 
-def load_cases_module(env_dir: str) -> ModuleType:
-    """Import the hidden ``cases.py`` (trusted code) from the environment directory."""
-    path = os.path.join(env_dir, "cases.py")
-    spec = importlib.util.spec_from_file_location("deepgym_hidden_cases", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every hidden case. Returns (case results, number of cases, submission CPU seconds)."""
-    hidden = load_cases_module(env_dir)
-    cases = hidden.cases(request.variant)
-    check: Callable[[Any, Any, Any], bool] | None = getattr(hidden, "check", None)
-    tolerance = getattr(hidden, "FLOAT_TOLERANCE", None)
+    cases, check, tolerance = hidden_cases.load(env_dir, request.variant)
 
     def fail(case: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
         return {"id": case["id"], "passed": False, "input": shown(case["args"]),
