@@ -40,7 +40,7 @@ import logging
 import math
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -169,7 +169,7 @@ def _options(reward_kwargs: Mapping[str, Any]) -> tuple[str, Limits]:
             raise _bad(f"reward_kwargs.{key}", f"{value!r} is not {'an integer' if whole else 'a number'} from "
                        f"{low:g} to {high:g}", "give a value in that range")
         values[key] = int(value) if whole else float(value)
-    limits = replace(ROW_LIMITS, **values)
+    limits = ROW_LIMITS.replace(**values)
     if limits.total_cpu_s < limits.case_cpu_s:
         raise _bad("reward_kwargs.total_cpu_s", f"{limits.total_cpu_s:g} is below case_cpu_s ({limits.case_cpu_s:g})",
                    "make the total CPU limit at least the per-case limit")
@@ -300,10 +300,10 @@ def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) ->
     # A case's input sits in the sandbox's /tmp while it runs, and its output must fit under the output cap.
     needed_kb = math.ceil(2 * _largest(tests, "output") / 1024) + 64
     if needed_kb > limits.output_kb:
-        limits = replace(limits, output_kb=min(needed_kb, int(LIMIT_RANGES["output_kb"][1])))
+        limits = limits.replace(output_kb=min(needed_kb, int(LIMIT_RANGES["output_kb"][1])))
     needed_mb = math.ceil(_largest(tests, "input") / (1 << 20)) + 64
     if needed_mb > limits.tmpfs_mb:
-        limits = replace(limits, tmpfs_mb=min(needed_mb, int(LIMIT_RANGES["tmpfs_mb"][1])))
+        limits = limits.replace(tmpfs_mb=min(needed_mb, int(LIMIT_RANGES["tmpfs_mb"][1])))
     environment = Environment(id=RUNTIME, kind="row", prompt="", path=bundle_root() / "images" / RUNTIME,
                               entry_point=tests.get("fn_name") or tests.get("entry_point"),
                               scoring="all_or_nothing" if scoring == "all_or_nothing" else "partial", limits=limits)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .channels import Fault
-from .forked import Forked
+from .forked import hand_off
 from .program import case_result
 from .protocol import Limits
 from .sandbox import Budget, Outcome, Sandbox, Supervised
@@ -85,24 +85,15 @@ class CaseServer:
             self._start()
         assert self._zygote is not None and self._control is not None
         stdin = os.memfd_create("case-input", os.MFD_CLOEXEC)
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
         try:
             _write_all(stdin, data)  # a failure here is the runner's: it propagates (no verdict)
             os.lseek(stdin, 0, os.SEEK_SET)
-            try:
-                socket.send_fds(self._control, [json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode()],
-                                [stdin, out_w, err_w])
-            except OSError:
-                pass  # the submission killed the zygote: the case ends as a program that closed its channel
         except BaseException:
-            os.close(out_r)
-            os.close(err_r)
+            os.close(stdin)
             raise
-        finally:
-            for fd in (stdin, out_w, err_w):
-                os.close(fd)
-        child = Forked(out_r, err_r, self._control)
+        # The submission may have killed the zygote: the case then ends as a program that closed its channel.
+        child = hand_off(self._control, json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode(), stdin,
+                         zygote_may_be_gone=True)
         process = Supervised(self.sandbox, child, keep_stdout=output_limit, exit_fd=self._control.fileno())
         try:
             outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,

@@ -23,8 +23,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any, TypedDict
+
+from .protocol import Record
+
+TYPE_CHECKING = False  # typing and dataclasses are not imported at start-up: their milliseconds are paid per sample
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
 
 SUMMARY_CHARS = 200
 ERROR_CHARS = 2000
@@ -41,8 +45,7 @@ MAX_DIFF_FILES = 1000
 WORKER_ERROR_TYPES = ("solution_error", "solution_oom")
 
 
-@dataclass(frozen=True)
-class Fault:
+class Fault(Record):
     """Submission-controlled data refused at its boundary: the case fails with ``error_type`` (always one of
     the submission's own) and ``message`` (None when the details line should compare expected and actual)."""
 
@@ -125,18 +128,19 @@ class _Refused(Exception):
         self.error_type = error_type
 
 
-@dataclass
 class FilePatch:
-    paths: list[str] = field(default_factory=list)
-    modes: list[str] = field(default_factory=list)
-    mode_change: bool = False
-    renamed: bool = False
-    binary: bool = False
-    hunks: int = 0
+    """One file's part of a diff, as the parser sees it."""
+
+    __slots__ = ("paths", "modes", "mode_change", "renamed", "binary", "hunks")
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.modes: list[str] = []
+        self.mode_change = self.renamed = self.binary = False
+        self.hunks = 0
 
 
-@dataclass(frozen=True)
-class Diff:
+class Diff(Record):
     """A diff the parser accepted: the exact bytes the applier gets, and the files they touch."""
 
     data: bytes
@@ -277,14 +281,17 @@ def _json_line(line: bytes) -> Any | Fault:
     return value
 
 
-class Reply(TypedDict):
-    """A worker's answer to one call: ``value`` when ``ok``, else why it raised (plain, bounded strings)."""
+if TYPE_CHECKING:
+    class Reply(TypedDict):
+        """A worker's answer to one call: ``value`` when ``ok``, else why it raised (plain, bounded strings)."""
 
-    ok: bool
-    value: Any
-    error_type: str
-    error: str
-    raises: str
+        ok: bool
+        value: Any
+        error_type: str
+        error: str
+        raises: str
+else:
+    Reply = dict  # the TypedDict above, without importing typing at start-up
 
 
 def worker_error_type(value: Any) -> str:
@@ -315,16 +322,16 @@ def worker_reply(line: bytes, call_id: str | None, limit: int) -> Reply | Fault:
 
 # ---------------------------------------------------------------------------------------------------- pytest
 
-@dataclass
 class TestRun:
     """What the trusted plugin reported, as far as the results channel says: whether collection finished,
     the session's exit status (None if it never finished) and each listed test's (when, outcome) reports."""
 
     __test__ = False  # not a pytest test class
 
-    collected: bool = False
-    exitstatus: int | None = None
-    reports: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self.collected = False
+        self.exitstatus: int | None = None
+        self.reports: dict[str, list[tuple[str, str]]] = {}
 
 
 def test_results(data: bytes, listed: set[str]) -> TestRun | Fault:

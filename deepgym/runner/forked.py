@@ -104,18 +104,35 @@ class WorkerConnection:
             except subprocess.TimeoutExpired:
                 raise OSError("the worker zygote did not report the end of the last worker") from None
             self._last = None
-        stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        try:
-            message = json.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env}).encode()
-            socket.send_fds(self.control, [message], [stdin, out_w, err_w, *fds])
-        except BaseException:
-            os.close(out_r)
-            os.close(err_r)
-            raise
-        finally:
-            for fd in (stdin, out_w, err_w):
-                os.close(fd)
-        self._last = Forked(out_r, err_r, self.control)
+        message = json.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env}).encode()
+        self._last = hand_off(self.control, message, os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), fds)
         return self._last
+
+
+def hand_off(control: socket.socket, message: bytes, stdin: int, extra_fds: tuple[int, ...] = (), *,
+             zygote_may_be_gone: bool = False) -> Forked:
+    """Ask the zygote on ``control`` for a child: send ``message`` with ``stdin`` (which this takes over and
+    closes), the write ends of a fresh stdout and stderr pipe, and ``extra_fds``; return the :class:`Forked`
+    holding the read ends. Only the child ever holds the write ends: ours are closed once sent. A send that
+    fails raises OSError, unless ``zygote_may_be_gone`` (a case server the submission may have killed): the
+    child then ends as a process that closed its channel, which :class:`Supervised` sees on ``control``."""
+    ours: list[int] = []  # the read ends of stdout and stderr
+    theirs = [stdin]  # what the child gets, closed here once sent
+    try:
+        for _ in range(2):
+            read_end, write_end = os.pipe()
+            ours.append(read_end)
+            theirs.append(write_end)
+        try:
+            socket.send_fds(control, [message], [*theirs, *extra_fds])
+        except OSError:
+            if not zygote_may_be_gone:
+                raise
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    return Forked(ours[0], ours[1], control)

@@ -3,7 +3,8 @@
 The hidden tests are a module ``cases.py`` in the environment's directory (root-only inside the image):
 
 - ``cases(variant: int) -> list[dict]``: each case is ``{"id": str, "args": [...], "expected": ...}`` with
-  JSON values only. Seeded random cases are generated here and checked against a brute-force oracle.
+  JSON values only. Seeded random cases are generated here and checked against a brute-force oracle, once
+  per variant when the image is built (:mod:`hidden_cases`), not per sample.
 - optional ``check(args, expected, actual) -> bool`` for tasks with several right answers; it runs in the
   runner and only ever sees plain data.
 - optional ``FLOAT_TOLERANCE`` (relative and absolute) for the default comparison.
@@ -13,16 +14,15 @@ The loop that drives a worker (:func:`run_calls`) also judges a patch task's pro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
 import sys
-from types import ModuleType
 
+from . import hidden_cases
 from .channels import Fault, Reply, shown, worker_reply
 from .protocol import Limits
-from .sandbox import Budget, Outcome, Sandbox, Supervised, Usage, Workspace, failure
+from .sandbox import Budget, Meter, Outcome, Sandbox, Supervised, Usage, Workspace, failure
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -85,6 +85,11 @@ class Worker:
         limits."""
         meter = self.process.sandbox.watch()
         send = b"" if message is None else json.dumps(message).encode() + b"\n"
+        return self.reply(meter, limits, cpu_limit_s, send)
+
+    def reply(self, meter: Meter, limits: Limits, cpu_limit_s: float, send: bytes = b"") -> Outcome:
+        """Send ``send`` (request lines), then wait for the next line under one case's limits, measured by
+        ``meter``."""
         return self.process.wait(meter, for_line=True, cpu_limit_s=cpu_limit_s, wall_limit_s=limits.case_wall_s,
                                  output_limit=limits.output_kb * 1024, send=send)
 
@@ -108,9 +113,18 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
     """Drive a worker through ``cases``: load it with ``hello``, send ``request_of(case)`` for each case and
     judge each reply in the runner. A worker that dies or runs out of time fails its case and is replaced;
     one that cannot load fails every remaining case the same way. ``worker_args`` is (mode, path, cwd).
-    Replies pass :func:`channels.worker_reply`, so ``judge_reply`` gets plain, bounded data only."""
+    Replies pass :func:`channels.worker_reply`, so ``judge_reply`` gets plain, bounded data only.
+
+    A loaded worker gets every remaining case's request at once and answers them in order (one round trip
+    per worker, not per case). Each case is the window from the previous reply to its own, measured by the
+    runner alone (:meth:`Meter.successor`: contiguous windows, so the budget gets every CPU second): a case
+    that hangs, crashes or overruns its CPU, wall-clock or output limit is the one whose reply is missing.
+    The worker sees the later cases' arguments early, so the per-case CPU limit bounds the CPU between two
+    replies; the total limit bounds them all."""
     results: list[dict[str, Any]] = []
     worker: Worker | None = None
+    meter: Meter | None = None  # the window of the next reply
+    call_ids: dict[int, str] = {}  # case index -> call id, for the cases sent to the current worker
     in_play = False
     try:
         for index, case in enumerate(cases):
@@ -121,6 +135,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                     break
                 continue
             cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
+            send = b""
             if worker is None:
                 if not in_play:
                     on_in_play()
@@ -134,10 +149,17 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                     remaining = [case] if fail_fast else cases[index:]
                     results.extend(fail(c, ready.error_type, ready.message, loaded.usage) for c in remaining)
                     break
-            call_id = os.urandom(8).hex()  # as secrets.token_hex, without importing hmac and hashlib
-            outcome = worker.call({"id": call_id, **request_of(case)}, limits, cpu_limit)
+                cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
+                # os.urandom: as secrets.token_hex, without importing hmac and hashlib
+                call_ids = {later: os.urandom(8).hex() for later in range(index, len(cases))}
+                send = b"".join(json.dumps({"id": call_ids[later], **request_of(cases[later])}).encode() + b"\n"
+                                for later in call_ids)
+                meter = sandbox.watch()
+            assert meter is not None
+            outcome = worker.reply(meter, limits, cpu_limit, send)
+            meter = meter.successor()
             budget.spend(outcome.usage)
-            reply = _reply(outcome, "running the case", call_id, limits)
+            reply = _reply(outcome, "running the case", call_ids[index], limits)
             if isinstance(reply, Fault):
                 results.append(fail(case, reply.error_type, reply.message, outcome.usage))
                 worker.close()
@@ -153,24 +175,10 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
     return results
 
 
-def load_cases_module(env_dir: str) -> ModuleType:
-    """Import the hidden ``cases.py`` (trusted code) from the environment directory."""
-    path = os.path.join(env_dir, "cases.py")
-    spec = importlib.util.spec_from_file_location("deepgym_hidden_cases", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every hidden case. Returns (case results, number of cases, submission CPU seconds)."""
-    hidden = load_cases_module(env_dir)
-    cases = hidden.cases(request.variant)
-    check: Callable[[Any, Any, Any], bool] | None = getattr(hidden, "check", None)
-    tolerance = getattr(hidden, "FLOAT_TOLERANCE", None)
+    cases, check, tolerance = hidden_cases.load(env_dir, request.variant)
 
     def fail(case: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
         return {"id": case["id"], "passed": False, "input": shown(case["args"]),

@@ -24,10 +24,9 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
 
 from .privileges import await_exits, kill_uid, make_dir, remove_dir
-from .protocol import DEFAULT_UID, Limits
+from .protocol import DEFAULT_UID, Limits, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -184,15 +183,15 @@ def psi_cpu_stall_s() -> float | None:
     return None
 
 
-@dataclass
 class _Stat:
-    state: str
-    ppid: int
-    session: int
-    cpu_s: float
-    system_s: float
-    start: int
-    own_cpu_s: float  # without the children it reaped
+    """One read of /proc/<pid>/stat: ``own_cpu_s`` leaves out the children the process reaped."""
+
+    __slots__ = ("state", "ppid", "session", "cpu_s", "system_s", "start", "own_cpu_s")
+
+    def __init__(self, state: str, ppid: int, session: int, cpu_s: float, system_s: float, start: int,
+                 own_cpu_s: float):
+        self.state, self.ppid, self.session, self.start = state, ppid, session, start
+        self.cpu_s, self.system_s, self.own_cpu_s = cpu_s, system_s, own_cpu_s
 
 
 def _stat(pid: int | str) -> _Stat | None:
@@ -259,17 +258,18 @@ def growing_into_memory_limit(pids: list[int]) -> str | None:
     return None
 
 
-@dataclass
 class Usage:
     """What the untrusted processes did during one measured window."""
 
-    cpu_s: float = 0.0
-    wall_s: float = 0.0
-    samples: int = 0
-    runnable_samples: int = 0
-    runner_lag_s: float = 0.0
-    psi_stall_s: float | None = None
-    oom_kills: int = 0
+    __slots__ = ("cpu_s", "wall_s", "samples", "runnable_samples", "runner_lag_s", "psi_stall_s", "oom_kills")
+
+    def __init__(self, cpu_s: float = 0.0, wall_s: float = 0.0, samples: int = 0, runnable_samples: int = 0,
+                 runner_lag_s: float = 0.0, psi_stall_s: float | None = None, oom_kills: int = 0):
+        self.cpu_s, self.wall_s, self.samples, self.runnable_samples = cpu_s, wall_s, samples, runnable_samples
+        self.runner_lag_s, self.psi_stall_s, self.oom_kills = runner_lag_s, psi_stall_s, oom_kills
+
+    def __repr__(self) -> str:
+        return f"Usage({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def runnable_fraction(self) -> float:
@@ -614,22 +614,22 @@ class Sandbox:
             self._sweep()
 
 
-@dataclass
 class Meter:
     """Measures the untrusted processes over a window; call :meth:`tick` while waiting."""
-
-    sandbox: Sandbox
-    usage: Usage = field(default_factory=Usage)
 
     # A tick is due every Supervised.POLL_S; time beyond this between two ticks is the runner running late.
     LAG_ALLOWANCE_S = 0.05
 
-    def __post_init__(self) -> None:
-        self._wall0 = self._last = time.monotonic()
-        self._cpu0 = self.sandbox.cpu_s()
-        self._psi0 = psi_cpu_stall_s()
-        self._oom0 = self.sandbox.oom_kills()
-        self._limit_hits0 = self.sandbox.memory_limit_hits()
+    def __init__(self, sandbox: Sandbox, start: tuple[float, float, float | None, int | None] | None = None):
+        self.sandbox = sandbox
+        self.usage = Usage()
+        if start is None:
+            start = time.monotonic(), sandbox.cpu_s(), psi_cpu_stall_s(), sandbox.oom_kills()
+        # (wall, CPU, PSI stall, OOM kills) at the window's start, then at its last tick (see successor).
+        self._wall0, self._cpu0, self._psi0, self._oom0 = start
+        self._last = self._wall0
+        self._latest = start
+        self._limit_hits0 = sandbox.memory_limit_hits()
 
     def tick(self) -> Usage:
         """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes)."""
@@ -638,7 +638,8 @@ class Meter:
         usage.runner_lag_s += max(0.0, now - self._last - self.LAG_ALLOWANCE_S)
         self._last = now
         usage.wall_s = now - self._wall0
-        usage.cpu_s = max(0.0, self.sandbox.cpu_s() - self._cpu0)
+        cpu = self.sandbox.cpu_s()
+        usage.cpu_s = max(0.0, cpu - self._cpu0)
         usage.samples += 1
         if self.sandbox.any_runnable(self.sandbox.members()):
             usage.runnable_samples += 1
@@ -648,7 +649,14 @@ class Meter:
         oom = self.sandbox.oom_kills()
         if oom is not None and self._oom0 is not None:
             usage.oom_kills = oom - self._oom0
+        self._latest = now, cpu, psi, oom
         return usage
+
+    def successor(self) -> Meter:
+        """The meter of the next window, starting where this one's last tick ended (at its start, without a
+        tick), without measuring again: the next reply of a batch (:meth:`Supervised.wait`). The windows are
+        contiguous, so their CPU adds up to what the sandbox used, however the replies fell into them."""
+        return Meter(self.sandbox, self._latest)
 
     def memory_limit(self) -> str | None:
         """How the submission ran into a memory limit during this window, or None. Read once, when a time
@@ -764,20 +772,43 @@ class Supervised:
         process to exit, whichever applies. ``meter`` must have been started before the process was spawned
         or sent its request, so that a quick child is measured in full."""
         if send:
-            self._pending = send
-            self.selector.register(self.requests_fd, selectors.EVENT_WRITE, "requests")
+            self.queue(send)
+        outcome = None
         try:
-            return self._wait(meter, for_line=for_line, cpu_limit_s=cpu_limit_s, wall_limit_s=wall_limit_s,
-                              output_limit=output_limit)
+            outcome = self._wait(meter, for_line=for_line, cpu_limit_s=cpu_limit_s, wall_limit_s=wall_limit_s,
+                                 output_limit=output_limit)
+            return outcome
         finally:
-            self._unsend()
+            if outcome is None or outcome.kind != "line":
+                self._unsend()
+
+    def queue(self, data: bytes) -> None:
+        """Send ``data`` on the requests pipe while this waits (now and in later waits, until an outcome other
+        than a line): a batch of requests, each answered by a line of its own."""
+        if not self._pending:
+            self.selector.register(self.requests_fd, selectors.EVENT_WRITE, "requests")
+        self._pending += data
+
+    def _take_line(self) -> bytes | None:
+        if b"\n" not in self.channel:
+            return None
+        line, _, rest = bytes(self.channel).partition(b"\n")
+        self.channel = bytearray(rest)
+        return line
+
+    def _line_arrived(self) -> bytes | None:
+        """A whole line on the channel right now, read without waiting, or None."""
+        key = self.selector.get_map().get(self.channel_fd) if self.channel_fd is not None else None
+        chunk = None if key is None else self._read(key)
+        if chunk:
+            self.channel.extend(chunk)
+        return self._take_line()
 
     def _wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
               output_limit: int) -> Outcome:
-        if for_line and b"\n" in self.channel:  # a line that arrived with the previous one
-            line, _, rest = bytes(self.channel).partition(b"\n")
-            self.channel = bytearray(rest)
-            return Outcome("line", meter.tick(), line=line)
+        if for_line and (line := self._take_line()) is not None:
+            # It arrived with the previous one, inside the previous window, which was charged for it.
+            return Outcome("line", meter.usage, line=line)
         while True:
             exited = False
             for key, _ in self.selector.select(self.POLL_S):
@@ -794,9 +825,7 @@ class Supervised:
                     if not chunk and for_line:
                         return self._exited(meter.tick())
                     self.channel.extend(chunk)
-                    if for_line and b"\n" in self.channel:
-                        line, _, rest = bytes(self.channel).partition(b"\n")
-                        self.channel = bytearray(rest)
+                    if for_line and (line := self._take_line()) is not None:
                         return Outcome("line", meter.tick(), line=line)
                     if len(self.channel) > self.MAX_LINE_BYTES:
                         return Outcome("output", meter.tick(), detail="sent more than 16 MiB to the runner")
@@ -804,9 +833,7 @@ class Supervised:
                 outcome = self._exited(meter.tick())
                 if self.output_bytes > output_limit:
                     return Outcome("output", outcome.usage, detail=f"wrote {self.output_bytes} bytes of output")
-                if for_line and b"\n" in self.channel:
-                    line, _, rest = bytes(self.channel).partition(b"\n")
-                    self.channel = bytearray(rest)
+                if for_line and (line := self._take_line()) is not None:
                     return Outcome("line", outcome.usage, line=line)
                 return outcome
             usage = meter.tick()
@@ -815,6 +842,10 @@ class Supervised:
             if usage.oom_kills:
                 return Outcome("oom", usage, detail="killed by the out-of-memory killer")
             if usage.cpu_s > cpu_limit_s or (usage.wall_s > wall_limit_s and not usage.starved()):
+                # A reply written after the last select is in time: the limit is checked once per tick. In a batch
+                # the reading may already hold the next request's CPU, which must not fail this one.
+                if for_line and (line := self._line_arrived()) is not None:
+                    return Outcome("line", usage, line=line)
                 memory = meter.memory_limit()
                 if memory is not None:
                     return Outcome("oom", usage, detail=memory)
@@ -894,8 +925,7 @@ class BrokenTests(RuntimeError):
     """The trusted tests themselves failed (a dataset row's test code): the runner's side, so no verdict."""
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(Record):
     """The folders of one sample, all fresh and all removed afterwards (:meth:`remove`).
 
     ``scratch`` is the submission's (the request's uid, 0700): its processes' working directory, HOME and

@@ -277,6 +277,10 @@ class DockerProvider(Provider):
                 with translate_errors("start", self.engine):
                     client = docker.APIClient(**engine_options(self.docker_host), version=API_VERSION,
                                               max_pool_size=self._pool)
+                if client.base_url.startswith("http+docker://"):
+                    # A unix socket: no proxy or .netrc ever applies, and looking them up in the environment is
+                    # a share of every request's host CPU (several requests per sample).
+                    client.trust_env = False
                 self._api = client
                 self._reap_orphans(client)
             return self._api

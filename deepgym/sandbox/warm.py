@@ -107,7 +107,7 @@ class WarmPool:
         started = time.monotonic()
         uid = warm.next_uid()
         warm.samples += 1
-        line = dataclasses.replace(request, uid=uid, applier_uid=uid + 1, scratch=None).to_json().encode() + b"\n"
+        line = request.replace(uid=uid, applier_uid=uid + 1, scratch=None).to_json().encode() + b"\n"
         retire = True
         try:
             result, retire = self._converse(warm, line, request.nonce, started + timeout_s)

