@@ -38,15 +38,41 @@ def leaked_containers() -> list[str]:
 
 
 def escaped_processes(uid: int = 10000) -> list[int]:
-    """Processes of the submission's uid on this host that are not inside any container's cgroup."""
-    escaped = []
+    """Processes of the submission's uid that this test run left on the host: in this host's own pid namespace,
+    outside every container's cgroup, and not started by another test run.
+
+    A container's processes die with its pid namespace, so one that outlived its sample must have reached the
+    host's. The scope keeps out what other test runs on the host legitimately run as the uid at the same
+    moment: their containers' processes (a docker cgroup), their local-mode submissions (each the init of a
+    pid namespace of its own, ``deepgym/sandbox/local.py``) and their own processes of the uid on the host
+    (the conformance suite's bystander), which descend from that run's pytest."""
+    ours, me = os.readlink("/proc/self/ns/pid"), os.getpid()
+    parents: dict[int, int] = {}
+    commands: dict[int, bytes] = {}
+    candidates = []
     for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid and "docker" not in (entry / "cgroup").read_text():
-                escaped.append(int(entry.name))
-        except OSError:
+        if not entry.name.isdigit():
             continue
-    return escaped
+        try:
+            pid = int(entry.name)
+            parents[pid] = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            commands[pid] = (entry / "cmdline").read_bytes()
+            if (entry.stat().st_uid == uid and os.readlink(entry / "ns" / "pid") == ours
+                    and "docker" not in (entry / "cgroup").read_text()):
+                candidates.append(pid)
+        except (OSError, ValueError):
+            continue
+
+    def another_runs(pid: int) -> bool:
+        seen = set()
+        while pid > 1 and pid not in seen:
+            seen.add(pid)
+            if pid != me and b"pytest" in commands.get(pid, b""):
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return [pid for pid in candidates if not another_runs(pid)]
 
 
 _built: set[str] = set()

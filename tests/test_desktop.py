@@ -135,12 +135,27 @@ def test_a_browser_that_dies_ends_the_episode_scored(gym):
         session.start()
         for action in reference[:3]:
             session.step(action)
-        subprocess.run(["docker", "exec", "-u", "10011:10011", session._sandbox.box.container, "sh", "-c",
-                        "kill -9 -1"], capture_output=True, timeout=60)
+        container = session._sandbox.box.container
+        subprocess.run(["docker", "exec", "-u", "10011:10011", container, "sh", "-c", "kill -9 -1"],
+                       capture_output=True, timeout=60)
+        _wait_until_dead(container, "10011")
         step = session.step({"action_type": "screenshot"})
         assert step.done and "browser has closed" in step.observation.text
         verdict = session.score()
     assert verdict.has_verdict and 0 < verdict.score < 1, verdict.details
+
+
+def _wait_until_dead(container: str, uid: str) -> None:
+    """Until every process of ``uid`` in ``container`` has died (a zombie at most): a SIGKILL lands when the
+    kernel next runs its target, which on a loaded host can be after the next action has been taken."""
+    deadline = time.monotonic() + 120
+    while True:
+        states = subprocess.run(["docker", "exec", container, "ps", "-u", uid, "-o", "stat="], capture_output=True,
+                                text=True, timeout=60).stdout.split()
+        if all(state.startswith("Z") for state in states):
+            return
+        assert time.monotonic() < deadline, f"uid {uid}'s processes outlived SIGKILL for 2 minutes: {states}"
+        time.sleep(0.1)
 
 
 def test_the_recorder_refuses_every_process_but_the_browser(gym):

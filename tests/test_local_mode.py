@@ -33,4 +33,4 @@ def test_a_sleeping_submission_is_killed_at_its_limit_with_its_children(gym):
     outcome = gym.judge(env, SLEEPER)
     took = time.monotonic() - started
     assert (outcome.has_verdict, outcome.error_type) == (True, "solution_timeout"), outcome.to_dict()
-    assert took < env.limits.case_wall_s * env.limits.STARVED_GRACE + 10, f"took {took:.1f} s: the runner waited"
+    assert took < env.limits.case_wall_s * env.limits.STARVED_GRACE + 60, f"took {took:.1f} s: the runner waited"

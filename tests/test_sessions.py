@@ -46,8 +46,8 @@ where bash's would retry)."""
 
 
 def gone(container: str) -> bool:
-    """The container no longer exists (one the engine is still removing gets 10 s)."""
-    for _ in range(100):
+    """The container no longer exists (one the engine is still removing gets 60 s: a busy engine is slow)."""
+    for _ in range(600):
         if subprocess.run(["docker", "inspect", container], capture_output=True, check=False).returncode != 0:
             return True
         time.sleep(0.1)
@@ -137,7 +137,7 @@ def test_a_timed_out_action_returns_its_partial_output_and_the_episode_goes_on(g
         step = session.step("echo before; setsid sleep 1000 & sleep 30")
         took = time.monotonic() - started
         assert step.observation.text == "before\n[timed out after 1 s]" and not step.done
-        assert took < 10
+        assert took < 25  # the step ended at its 1 s timeout, not after the 30 s sleep
         sleeping = session.step("for p in /proc/[0-9]*; do cat $p/comm 2>/dev/null; done | grep -c '^sleep$'")
         assert sleeping.observation.text.startswith("0")
         assert session.step("echo after").observation.text == "after\n"

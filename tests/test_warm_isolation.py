@@ -107,7 +107,16 @@ def test_background_and_double_forked_processes_are_gone(warm_gym):
         if os.fork() == 0:
             os.execv(sys.executable, [sys.executable, "-c", loop, "{MARK}-double"])
         os._exit(0)
-    time.sleep(0.3)
+    def marked():
+        count = 0
+        for p in os.listdir("/proc"):
+            try:
+                count += p.isdigit() and b"{MARK}" in open(f"/proc/{{p}}/cmdline", "rb").read()
+            except OSError:
+                pass
+        return count
+    while marked() < 2:  # both run their loop (the sample's wall limit ends a wait that never would)
+        time.sleep(0.01)
     report["mine"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == os.getuid())
     '''
     look = f'''
@@ -212,7 +221,6 @@ def test_an_open_descriptor_passed_to_a_child_is_gone(warm_gym):
     os.unlink("/dev/shm/{MARK}-fd")  # only the descriptor keeps it now
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"], pass_fds=(77,),
                      start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.2)
     report["held"] = os.readlink("/proc/self/fd/77")
     '''
     look = f'''
@@ -334,7 +342,7 @@ def test_a_container_that_ran_out_of_memory_retires(warm_gym):
         if os.fork() == 0:
             block = bytearray(120 << 20)
             time.sleep(1000)
-    time.sleep(3)
+    os.wait()  # the first child to die: the OOM killer's (each would sleep 1000 s)
     '''
     before = report_of(warm_gym.run(ENV, submission(""), isolation="process"))
     hogged = warm_gym.run(ENV, submission(hog), isolation="process")

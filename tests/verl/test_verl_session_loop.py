@@ -95,8 +95,9 @@ def our_containers(environment: str) -> list[str]:
 
 
 def none_left(environment: str) -> bool:
-    """No container of ours for ``environment`` remains (one the engine is still removing gets 10 s)."""
-    for _ in range(100):
+    """No container of ours for ``environment`` remains (one the engine is still removing gets 60 s: a busy
+    engine is slow)."""
+    for _ in range(600):
         if not our_containers(environment):
             return True
         time.sleep(0.1)
