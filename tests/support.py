@@ -132,6 +132,29 @@ def episode(gym, env, variant: int = 0, *, replaying: str | None = None, then: I
         yield session
 
 
+@contextlib.contextmanager
+def warm_gym(env: str, size: int = 1, max_parallel: int = 2, **pool) -> Iterator:
+    """A docker client whose warm pool holds ``size`` containers of ``env``'s image (WarmPool's other options
+    in ``pool``), so consecutive samples with ``isolation="process"`` share one."""
+    from deepgym import DeepGym
+    from deepgym.sandbox.warm import WarmPool
+
+    ensure_images(env)
+    with DeepGym("docker", max_parallel=max_parallel) as client:
+        client.provider._warm = WarmPool(client.provider, size=size, **pool)
+        yield client
+
+
+def reported(verdict) -> dict:
+    """The report a probing submission raised with (``RuntimeError("REPORT=" + json + "=END")``), from its
+    verdict's details."""
+    import json
+
+    assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
+    assert "REPORT=" in verdict.details, verdict.cases[0].error
+    return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
+
+
 def verl_reward(env: str, **reward_kwargs) -> Callable[[str], dict]:
     """deepgym's compute_score as verl's own loader makes it from ``reward_kwargs``, scoring a response to the
     first row of ``env``."""

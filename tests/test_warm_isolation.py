@@ -12,7 +12,8 @@ import textwrap
 
 import pytest
 
-from support import ensure_images, fenced, solution
+import support
+from support import fenced, reported, solution
 
 pytestmark = pytest.mark.docker
 
@@ -34,26 +35,16 @@ def submission(*parts: str) -> str:
     return fenced(TEMPLATE.format(body=textwrap.indent(body, "    ")))
 
 
-def report_of(verdict) -> dict:
-    assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
-    return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
-
-
 @pytest.fixture(scope="module")
 def warm_gym():
-    """A docker client whose warm pool holds one container, so consecutive samples share it."""
-    from deepgym import DeepGym
-    from deepgym.sandbox.warm import WarmPool
-
-    ensure_images(ENV)
-    with DeepGym("docker", max_parallel=2) as client:
-        client.provider._warm = WarmPool(client.provider, size=1)
+    """A pool of one warm container, so consecutive samples share it."""
+    with support.warm_gym(ENV) as client:
         yield client
 
 
 def plant_then_look(gym, plant: str, look: str, prelude: str = "") -> tuple[dict, dict]:
-    planted = report_of(gym.run(ENV, submission(prelude, plant), isolation="process"))
-    seen = report_of(gym.run(ENV, submission(prelude, look), isolation="process"))
+    planted = reported(gym.run(ENV, submission(prelude, plant), isolation="process"))
+    seen = reported(gym.run(ENV, submission(prelude, look), isolation="process"))
     assert planted["host"] == seen["host"], "the two samples ran in different containers: the test proves nothing"
     assert planted["uid"] != seen["uid"] and seen["uid"] >= 1 << 20
     return planted, seen
@@ -322,13 +313,8 @@ def test_verdicts_match_a_fresh_container_per_sample(warm_gym, name):
 
 def test_under_load_warm_mode_changes_no_verdict():
     """Eight samples at once on a pool of two warm containers, twice the CPUs: every verdict as expected."""
-    from deepgym import DeepGym
-
     names = ["right", "wrong", "loop", "memory_bomb"] * 3
-    with DeepGym("docker", max_parallel=8) as gym:
-        from deepgym.sandbox.warm import WarmPool
-
-        gym.provider._warm = WarmPool(gym.provider, size=2, samples=5)
+    with support.warm_gym(ENV, size=2, max_parallel=8, samples=5) as gym:
         results = gym.run_batch(ENV, [CASES[name][0] for name in names], isolation="process")
     assert results.no_verdict == 0, results.counts()
     for name, verdict in zip(names, results):
@@ -344,9 +330,9 @@ def test_a_container_that_ran_out_of_memory_retires(warm_gym):
             time.sleep(1000)
     os.wait()  # the first child to die: the OOM killer's (each would sleep 1000 s)
     '''
-    before = report_of(warm_gym.run(ENV, submission(""), isolation="process"))
+    before = reported(warm_gym.run(ENV, submission(""), isolation="process"))
     hogged = warm_gym.run(ENV, submission(hog), isolation="process")
-    after = report_of(warm_gym.run(ENV, submission(""), isolation="process"))
+    after = reported(warm_gym.run(ENV, submission(""), isolation="process"))
     assert hogged.has_verdict and hogged.error_type == "solution_oom", hogged
     assert before["host"] != after["host"], "the container that ran out of memory judged the next sample"
 
