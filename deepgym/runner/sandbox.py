@@ -774,9 +774,7 @@ class Supervised:
 
     def _wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
               output_limit: int) -> Outcome:
-        if for_line and b"\n" in self.channel:  # a line that arrived with the previous one
-            line, _, rest = bytes(self.channel).partition(b"\n")
-            self.channel = bytearray(rest)
+        if for_line and (line := self._line(0)) is not None:  # a line that arrived with the previous one
             return Outcome("line", meter.tick(), line=line)
         while True:
             exited = False
@@ -793,10 +791,9 @@ class Supervised:
                         continue
                     if not chunk and for_line:
                         return self._exited(meter.tick())
+                    searched = len(self.channel)  # the bytes before the chunk hold no newline
                     self.channel.extend(chunk)
-                    if for_line and b"\n" in self.channel:
-                        line, _, rest = bytes(self.channel).partition(b"\n")
-                        self.channel = bytearray(rest)
+                    if for_line and (line := self._line(searched)) is not None:
                         return Outcome("line", meter.tick(), line=line)
                     if len(self.channel) > self.MAX_LINE_BYTES:
                         return Outcome("output", meter.tick(), detail="sent more than 16 MiB to the runner")
@@ -804,9 +801,7 @@ class Supervised:
                 outcome = self._exited(meter.tick())
                 if self.output_bytes > output_limit:
                     return Outcome("output", outcome.usage, detail=f"wrote {self.output_bytes} bytes of output")
-                if for_line and b"\n" in self.channel:
-                    line, _, rest = bytes(self.channel).partition(b"\n")
-                    self.channel = bytearray(rest)
+                if for_line and (line := self._line(0)) is not None:
                     return Outcome("line", outcome.usage, line=line)
                 return outcome
             usage = meter.tick()
@@ -821,6 +816,17 @@ class Supervised:
                 return Outcome("cpu" if usage.cpu_s > cpu_limit_s else "wall", usage)
             if usage.wall_s > wall_limit_s * Limits.STARVED_GRACE:  # past its wall limit, and starved
                 return Outcome("starved", usage)
+
+    def _line(self, start: int) -> bytes | None:
+        """The channel's first line, if its newline is at or after ``start`` (the caller knows the bytes before
+        hold none, so a long line costs one search of each chunk, not of the whole line per chunk); the bytes
+        after it stay for the next call."""
+        end = self.channel.find(b"\n", start)
+        if end < 0:
+            return None
+        line = bytes(self.channel[:end])
+        del self.channel[:end + 1]
+        return line
 
     def _unsend(self) -> None:
         if self._pending:
