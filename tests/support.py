@@ -133,6 +133,30 @@ def episode(gym, env, variant: int = 0, *, replaying: str | None = None, then: I
 
 
 @contextlib.contextmanager
+def before_reference(gym, env: str, variant: int, room: int) -> Iterator[tuple]:
+    """A started episode of ``env`` whose step budget has ``room`` steps for the test's own actions ahead of
+    the reference's, as ``(session, first observation, finish)``; ``finish()`` replays the reference (all but
+    its final ``done``) and returns the score, which is 1.0 only if the test's actions changed nothing."""
+    import dataclasses
+
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences
+
+    env = load_environment(env)
+    reference = action_sequences(env, "reference")[variant]
+    env = dataclasses.replace(env, session=dataclasses.replace(env.session, max_steps=room + len(reference)))
+    with gym.session(env, variant) as session:
+        first = session.start()
+
+        def finish():
+            for action in reference[:-1]:
+                session.step(action)
+            return session.score()
+
+        yield session, first, finish
+
+
+@contextlib.contextmanager
 def warm_gym(env: str, size: int = 1, max_parallel: int = 2, **pool) -> Iterator:
     """A docker client whose warm pool holds ``size`` containers of ``env``'s image (WarmPool's other options
     in ``pool``), so consecutive samples with ``isolation="process"`` share one."""

@@ -3,13 +3,13 @@ agent's attempts to leave the app, and the recorder's own door. Each builds the 
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from support import before_reference
 from deepgym import DeepGym
 from deepgym.check import check, table
 from deepgym.environments import load_environment
@@ -98,11 +98,7 @@ REFUSED = "is not allowed: it is a browser shortcut"
 
 
 def test_escapes_have_no_effect(gym):
-    env = load_environment("signup_form")
-    reference = action_sequences(env, "reference")[0]
-    env = dataclasses.replace(env, session=dataclasses.replace(env.session, max_steps=len(ESCAPES) + len(reference)))
-    with gym.session(env, 0) as session:
-        first = session.start()
+    with before_reference(gym, "signup_form", 0, len(ESCAPES)) as (session, first, finish):
         for action in ESCAPES:
             step = session.step(action)
             assert not step.done, (action, step.observation.text)
@@ -111,9 +107,7 @@ def test_escapes_have_no_effect(gym):
             if action["action_type"] == "key" and "ctrl+" in action["content"] and action["content"] != "ctrl+a":
                 assert REFUSED in text, action
         escaped = step.observation.images[0]
-        for action in reference[:-1]:
-            session.step(action)
-        verdict = session.score()
+        verdict = finish()
     assert verdict.score == 1.0, verdict.details
     assert len(escaped) < 2 * len(first.images[0])  # the same plain page, nothing opened over it
 
