@@ -8,31 +8,16 @@ work where the kernel lets it (so the test would see a leak), and the look must 
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
 import support
-from support import fenced, reported, solution
+from support import fenced, probing, reported, solution
 
 pytestmark = pytest.mark.docker
 
 ENV = "coin_change"
-# A submission whose first call runs BODY (with ``report``, a dict, in scope) and raises with the report, so
-# that the verdict's details carry it.
-TEMPLATE = '''
-import ctypes, json, os, platform, socket, subprocess, sys, time
-def coin_change(coins, amount):
-    report = {{"host": socket.gethostname(), "uid": os.getuid(), "cwd": os.getcwd()}}
-{body}
-    raise RuntimeError("REPORT=" + json.dumps(report, sort_keys=True) + "=END")
-'''
 MARK = "deepgym-plant"
-
-
-def submission(*parts: str) -> str:
-    body = "".join(textwrap.dedent(part) for part in parts)
-    return fenced(TEMPLATE.format(body=textwrap.indent(body, "    ")))
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +28,8 @@ def warm_gym():
 
 
 def plant_then_look(gym, plant: str, look: str, prelude: str = "") -> tuple[dict, dict]:
-    planted = reported(gym.run(ENV, submission(prelude, plant), isolation="process"))
-    seen = reported(gym.run(ENV, submission(prelude, look), isolation="process"))
+    planted = reported(gym.run(ENV, probing(prelude, plant), isolation="process"))
+    seen = reported(gym.run(ENV, probing(prelude, look), isolation="process"))
     assert planted["host"] == seen["host"], "the two samples ran in different containers: the test proves nothing"
     assert planted["uid"] != seen["uid"] and seen["uid"] >= 1 << 20
     return planted, seen
@@ -330,9 +315,9 @@ def test_a_container_that_ran_out_of_memory_retires(warm_gym):
             time.sleep(1000)
     os.wait()  # the first child to die: the OOM killer's (each would sleep 1000 s)
     '''
-    before = reported(warm_gym.run(ENV, submission(""), isolation="process"))
-    hogged = warm_gym.run(ENV, submission(hog), isolation="process")
-    after = reported(warm_gym.run(ENV, submission(""), isolation="process"))
+    before = reported(warm_gym.run(ENV, probing(""), isolation="process"))
+    hogged = warm_gym.run(ENV, probing(hog), isolation="process")
+    after = reported(warm_gym.run(ENV, probing(""), isolation="process"))
     assert hogged.has_verdict and hogged.error_type == "solution_oom", hogged
     assert before["host"] != after["host"], "the container that ran out of memory judged the next sample"
 

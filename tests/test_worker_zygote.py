@@ -12,18 +12,11 @@ import textwrap
 
 import pytest
 
-from support import fenced, reported, solution, warm_gym
+from support import fenced, probing, reported, solution, warm_gym
 
 pytestmark = pytest.mark.docker
 
 ENV = "coin_change"
-TEMPLATE = '''
-import ctypes, gc, json, os, resource, signal, socket, sys
-def coin_change(coins, amount):
-    report = {{"host": socket.gethostname(), "uid": os.getuid(), "pid": os.getpid()}}
-{body}
-    raise RuntimeError("REPORT=" + json.dumps(report, sort_keys=True) + "=END")
-'''
 # What the worker learns about itself, and what it can do to every root process in the container (the
 # zygote, its parent; the runner; warm mode's server; the init).
 PROBE = '''
@@ -71,10 +64,6 @@ report["reached"] = reached
 '''
 
 
-def submission(body: str) -> str:
-    return fenced(TEMPLATE.format(body=textwrap.indent(textwrap.dedent(body), "    ")))
-
-
 @pytest.fixture(scope="module")
 def gym():
     """A pool of one warm container, so consecutive samples in warm mode share it."""
@@ -96,7 +85,7 @@ def assert_confined(report: dict) -> None:
 
 @pytest.mark.parametrize("isolation", ["container", "process"])
 def test_a_forked_worker_is_confined_and_holds_nothing_of_the_sample(gym, isolation):
-    assert_confined(reported(gym.run(ENV, submission(PROBE), isolation=isolation)))
+    assert_confined(reported(gym.run(ENV, probing(PROBE), isolation=isolation)))
 
 
 def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_worker(gym):
@@ -117,8 +106,8 @@ def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_wo
     import builtins
     report["planted_seen"] = hasattr(builtins, "PLANTED") or hasattr(json, "PLANTED") or "deepgym_plant" in sys.modules
     ''')
-    planted = reported(gym.run(ENV, submission(attack), isolation="process"))
-    seen = reported(gym.run(ENV, submission(look), isolation="process"))
+    planted = reported(gym.run(ENV, probing(attack), isolation="process"))
+    seen = reported(gym.run(ENV, probing(look), isolation="process"))
     assert planted["host"] == seen["host"] and planted["uid"] != seen["uid"], (planted, seen)
     assert planted["planted"] and not seen["planted_seen"], seen
     assert_confined(seen)
