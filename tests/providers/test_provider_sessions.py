@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support import IN_CI, environment  # noqa: E402
+from support import environment, unavailable  # noqa: E402
 
 from deepgym import DeepGym  # noqa: E402
 
@@ -22,8 +22,7 @@ ENV = "shell_fix_config"
 
 def _daytona(scratch: Path) -> Iterator[Callable[[], bool]]:
     if importlib.util.find_spec("daytona") is None:
-        reason = "daytona is not installed (pip install 'deepgym[daytona]')"
-        pytest.fail(reason) if IN_CI else pytest.skip(reason)
+        unavailable("daytona is not installed (pip install 'deepgym[daytona]')")
     from standins import publish
     from standins.daytona import DaytonaStandIn
 

@@ -261,7 +261,7 @@ def sandboxes_of(mode: str, scratch: Path):
     many sandboxes the double has made so far."""
     if str(ROOT / "tests" / "providers") not in sys.path:
         sys.path.append(str(ROOT / "tests" / "providers"))  # the stand-ins
-    from support import IN_CI, environment
+    from support import environment, unavailable
 
     if mode == "apple":
         from standins.apple import AppleFake
@@ -274,7 +274,7 @@ def sandboxes_of(mode: str, scratch: Path):
             fake.stop()
         return
     if importlib.util.find_spec("modal") is None:
-        (pytest.fail if IN_CI else pytest.skip)("modal is not installed (pip install 'deepgym[modal]')")
+        unavailable("modal is not installed (pip install 'deepgym[modal]')")
     from standins import publish
     from standins.modal import ModalStandIn
 
