@@ -76,9 +76,11 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
 }
 
 
+@lru_cache(maxsize=1)
 def bundle_root() -> Path:
     """The folder holding ``docker-bake.hcl``, ``images/`` and ``environments/``: the repository in a
-    checkout, or the copy the wheel carries."""
+    checkout, or the copy the wheel carries. Found once per process (the package does not move), since every
+    environment lookup needs it and an event loop may look up hundreds in one pass."""
     package = Path(__file__).resolve().parent
     for candidate in (package / "_bundle", package.parent):
         if (candidate / "docker-bake.hcl").is_file():

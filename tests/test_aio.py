@@ -87,7 +87,7 @@ def test_a_cancelled_or_timed_out_async_wait_takes_nothing(tmp_path):
         releaser = threading.Timer(0.05, taken.release)
         releaser.start()
         slot = await admission.aacquire(timeout_s=5)
-        assert time.monotonic() - freed < 1.0, "a release in this process wakes the async head at once"
+        assert time.monotonic() - freed < 2.0, "a release in this process reaches the async head within a poll"
         slot.release()
 
     asyncio.run(main())
@@ -112,11 +112,17 @@ def test_a_slot_held_by_the_context_is_the_samples_own(tmp_path):
 @pytest.mark.docker
 def test_200_concurrent_aruns_at_bound_2_keep_threads_few_and_the_loop_responsive():
     """200 samples offered at once at an admission bound of 2: every verdict is right, at most 2 threads judge
-    (plus the prewarm refillers), and a heartbeat coroutine on the same loop is never held up for long."""
+    (plus the prewarm refillers), and nothing blocking runs on the event loop's thread.
+
+    "Nothing blocking" is checked by thread identity, not by the clock: neither the judging path nor a blocking
+    admission wait is ever entered on the loop's thread. A heartbeat coroutine on the same loop also keeps
+    beating; its bound only catches a loop stalled for whole samples, far above what a loaded 2-core machine
+    delays a 10 ms sleep by (0.7 s was seen in CI)."""
     ensure_images("coin_change")
     responses = [RIGHT if index % 2 == 0 else WRONG for index in range(200)]
     gaps: list[float] = []
     threads: list[int] = []
+    blocking_on_loop: list[str] = []
 
     async def heartbeat(stop: asyncio.Event) -> None:
         last = time.monotonic()
@@ -126,6 +132,13 @@ def test_200_concurrent_aruns_at_bound_2_keep_threads_few_and_the_loop_responsiv
             gaps.append(now - last)
             last = now
             threads.append(threading.active_count())
+
+    def watched(name: str, call):
+        def wrapper(*args, **kwargs):
+            if threading.get_ident() == loop_thread:
+                blocking_on_loop.append(name)
+            return call(*args, **kwargs)
+        return wrapper
 
     async def main() -> list:
         stop = asyncio.Event()
@@ -137,13 +150,19 @@ def test_200_concurrent_aruns_at_bound_2_keep_threads_few_and_the_loop_responsiv
             stop.set()
             await beat
 
+    loop_thread = threading.get_ident()  # asyncio.run runs its loop on the calling thread
     baseline = threading.active_count()
     with DeepGym(mode="docker", max_sandboxes=2, max_parallel=2) as gym:
+        gym.judge = watched("DeepGym.judge", gym.judge)
+        gym.admission.acquire = watched("Admission.acquire", gym.admission.acquire)
+        gym.admission.slot = watched("Admission.slot", gym.admission.slot)
         outcomes = asyncio.run(main())
     assert [getattr(o, "score", o) for o in outcomes] == [1.0 if r is RIGHT else 0.0 for r in responses]
     assert {o.error_type for o in outcomes[1::2]} == {"wrong_answer"}
+    assert blocking_on_loop == [], f"blocking calls on the event loop's thread: {sorted(set(blocking_on_loop))}"
     assert max(threads) - baseline <= 2 + REFILLERS, f"threads above the {baseline} before: {max(threads) - baseline}"
-    assert max(gaps) < 0.5, f"the event loop was held up for {max(gaps):.3f} s"
+    assert len(gaps) > 100, "the heartbeat kept beating while the samples ran"
+    assert max(gaps) < 5.0, f"the event loop was held up for {max(gaps):.3f} s"
 
 
 @pytest.mark.docker
