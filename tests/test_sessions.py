@@ -54,6 +54,14 @@ def gone(container: str) -> bool:
     return False
 
 
+def _wait_until_stopped(container: str) -> None:
+    deadline = time.monotonic() + 60
+    while subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", container], capture_output=True,
+                         text=True).stdout.strip() == "true":
+        assert time.monotonic() < deadline, f"{container} outlived its lifetime by a minute"
+        time.sleep(0.1)
+
+
 def with_limits(name: str, **limits) -> object:
     env = load_environment(name)
     return dataclasses.replace(env, session=dataclasses.replace(env.session, **limits))
@@ -227,7 +235,7 @@ def test_row_3_a_lifetime_that_ran_out_while_the_agent_was_idle_gives_no_verdict
         session._lifetime_s = 3.0
         session.start()
         session.step("true")
-        time.sleep(4)
+        _wait_until_stopped(session._sandbox.id)  # its 3 s lifetime ran out while the agent was idle
         assert session.step("true").done
         with pytest.raises(NoVerdictError) as failure:
             session.score()
@@ -251,8 +259,18 @@ def test_row_4_a_sandbox_that_dies_under_the_agents_action_scores_zero(gym):
     with gym.session("shell_organise_files") as session:
         session.start()
         box = session._sandbox.id
-        threading.Timer(1.0, lambda: subprocess.run(["docker", "kill", box], capture_output=True, check=False)).start()
-        step = session.step("sleep 30")
+
+        def kill_once_it_runs() -> None:  # the kill must land while the action runs, however loaded the host
+            started = ["docker", "exec", box, "test", "-e", "/tmp/work/acting"]
+            deadline = time.monotonic() + 60
+            while subprocess.run(started, capture_output=True).returncode != 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            subprocess.run(["docker", "kill", box], capture_output=True, check=False)
+
+        killer = threading.Thread(target=kill_once_it_runs)
+        killer.start()
+        step = session.step("touch /tmp/work/acting; sleep 30")
+        killer.join()
         assert step.done and "the sandbox failed" in step.observation.text
         verdict = session.score()
     assert (verdict.score, verdict.error_type) == (0.0, "policy_sandbox_failure") and gone(box)
