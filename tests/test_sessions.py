@@ -122,7 +122,10 @@ def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym)
         count = ["python3", "-c", PROCESSES_OF_AGENT]
         from deepgym.sandbox import ExecOptions
 
-        assert int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) >= 4
+        deadline = time.monotonic() + 60  # all of them running (the respawner's first sleep 100 too)
+        while int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) < 4:
+            assert time.monotonic() < deadline, "the agent's daemons never all ran"
+            time.sleep(0.1)
         for _ in range(2):
             report, in_play = session._session_runner("verify", timeout_s=60)
             assert in_play and report["score"] == 1.0, report
