@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import IN_CI, ROOT, engine_answers, ensure_images, leaked_containers
+from support import IN_CI, ROOT, engine_answers, ensure_images, leaked_containers, unavailable
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not any(item.get_closest_marker("docker") for item in items) or engine_answers():
@@ -85,10 +85,7 @@ def second_engine():
     """A second engine with its own data root, socket, containerd and bridge; stopped and wiped after
     the session, when no deepgym container may be left on it either."""
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
-        reason = "a second Docker engine needs root and dockerd (scripts/install-docker-engine.sh)"
-        if IN_CI:
-            pytest.fail(f"CI=true: {reason}")
-        pytest.skip(reason)
+        unavailable("a second Docker engine needs root and dockerd (scripts/install-docker-engine.sh)")
     script = ROOT / "scripts" / "second-engine.sh"
     folder = Path(tempfile.mkdtemp(prefix="dg-engine2-"))
     try:
@@ -127,10 +124,7 @@ class SshEngine:
 def ssh_engine(second_engine):
     """The second engine behind an sshd of its own, started once per session and stopped after it."""
     if importlib.util.find_spec("paramiko") is None:
-        reason = "ssh:// needs paramiko (pip install 'deepgym[ssh]')"
-        if IN_CI:
-            pytest.fail(f"CI=true: {reason}")
-        pytest.skip(reason)
+        unavailable("ssh:// needs paramiko (pip install 'deepgym[ssh]')")
     script = ROOT / "scripts" / "start-sshd.sh"
     parent = Path(tempfile.mkdtemp(prefix="dg-sshd-"))
     folder = parent / "sshd"

@@ -15,6 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def unavailable(reason: str) -> None:
+    """Skip the test for want of a piece of the machine; under CI=true fail instead, since CI provides every
+    piece and a skip there would hide a test that never ran."""
+    import pytest
+
+    if IN_CI:
+        pytest.fail(f"CI=true: {reason}")
+    pytest.skip(reason)
+
+
 def engine_answers() -> bool:
     try:
         return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
@@ -38,15 +48,41 @@ def leaked_containers() -> list[str]:
 
 
 def escaped_processes(uid: int = 10000) -> list[int]:
-    """Processes of the submission's uid on this host that are not inside any container's cgroup."""
-    escaped = []
+    """Processes of the submission's uid that this test run left on the host: in this host's own pid namespace,
+    outside every container's cgroup, and not started by another test run.
+
+    A container's processes die with its pid namespace, so one that outlived its sample must have reached the
+    host's. The scope keeps out what other test runs on the host legitimately run as the uid at the same
+    moment: their containers' processes (a docker cgroup), their local-mode submissions (each the init of a
+    pid namespace of its own, ``deepgym/sandbox/local.py``) and their own processes of the uid on the host
+    (the conformance suite's bystander), which descend from that run's pytest."""
+    ours, me = os.readlink("/proc/self/ns/pid"), os.getpid()
+    parents: dict[int, int] = {}
+    commands: dict[int, bytes] = {}
+    candidates = []
     for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid == uid and "docker" not in (entry / "cgroup").read_text():
-                escaped.append(int(entry.name))
-        except OSError:
+        if not entry.name.isdigit():
             continue
-    return escaped
+        try:
+            pid = int(entry.name)
+            parents[pid] = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            commands[pid] = (entry / "cmdline").read_bytes()
+            if (entry.stat().st_uid == uid and os.readlink(entry / "ns" / "pid") == ours
+                    and "docker" not in (entry / "cgroup").read_text()):
+                candidates.append(pid)
+        except (OSError, ValueError):
+            continue
+
+    def another_runs(pid: int) -> bool:
+        seen = set()
+        while pid > 1 and pid not in seen:
+            seen.add(pid)
+            if pid != me and b"pytest" in commands.get(pid, b""):
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return [pid for pid in candidates if not another_runs(pid)]
 
 
 _built: set[str] = set()
@@ -104,6 +140,72 @@ def episode(gym, env, variant: int = 0, *, replaying: str | None = None, then: I
         for action in [*(action_sequences(env, replaying)[variant] if replaying else ()), *then]:
             session.step(action)
         yield session
+
+
+@contextlib.contextmanager
+def before_reference(gym, env: str, variant: int, room: int) -> Iterator[tuple]:
+    """A started episode of ``env`` whose step budget has ``room`` steps for the test's own actions ahead of
+    the reference's, as ``(session, first observation, finish)``; ``finish()`` replays the reference (all but
+    its final ``done``) and returns the score, which is 1.0 only if the test's actions changed nothing."""
+    import dataclasses
+
+    from deepgym.environments import load_environment
+    from deepgym.session import action_sequences
+
+    env = load_environment(env)
+    reference = action_sequences(env, "reference")[variant]
+    env = dataclasses.replace(env, session=dataclasses.replace(env.session, max_steps=room + len(reference)))
+    with gym.session(env, variant) as session:
+        first = session.start()
+
+        def finish():
+            for action in reference[:-1]:
+                session.step(action)
+            return session.score()
+
+        yield session, first, finish
+
+
+@contextlib.contextmanager
+def warm_gym(env: str, size: int = 1, max_parallel: int = 2, **pool) -> Iterator:
+    """A docker client whose warm pool holds ``size`` containers of ``env``'s image (WarmPool's other options
+    in ``pool``), so consecutive samples with ``isolation="process"`` share one."""
+    from deepgym import DeepGym
+    from deepgym.sandbox.warm import WarmPool
+
+    ensure_images(env)
+    with DeepGym("docker", max_parallel=max_parallel) as client:
+        client.provider._warm = WarmPool(client.provider, size=size, **pool)
+        yield client
+
+
+# A coin_change submission whose first call runs the body (with ``report``, a dict, in scope) and raises with
+# the report, so that the verdict's details carry it (:func:`reported` reads it back).
+PROBE_TEMPLATE = '''
+import ctypes, gc, json, os, platform, resource, signal, socket, subprocess, sys, time
+def coin_change(coins, amount):
+    report = {{"host": socket.gethostname(), "uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd()}}
+{body}
+    raise RuntimeError("REPORT=" + json.dumps(report, sort_keys=True) + "=END")
+'''
+
+
+def probing(*parts: str) -> str:
+    """The probe submission (:data:`PROBE_TEMPLATE`) running ``parts``, each dedented, one after another."""
+    import textwrap
+
+    body = "".join(textwrap.dedent(part) for part in parts)
+    return fenced(PROBE_TEMPLATE.format(body=textwrap.indent(body, "    ")))
+
+
+def reported(verdict) -> dict:
+    """The report a probing submission raised with (``RuntimeError("REPORT=" + json + "=END")``), from its
+    verdict's details."""
+    import json
+
+    assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
+    assert "REPORT=" in verdict.details, verdict.cases[0].error
+    return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
 
 
 def verl_reward(env: str, **reward_kwargs) -> Callable[[str], dict]:

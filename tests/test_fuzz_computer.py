@@ -7,7 +7,6 @@ derandomized, no Docker; the last test sends the worst inputs to a live desktop.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support import before_reference
 from deepgym.runner.computer import (ACTION_TYPES, FIELDS, MAX_KEYS, MAX_SCROLL, MAX_TYPE_CHARS, MAX_WAIT_S,
                                      MODIFIERS, NAMED_KEYS, Action, describe, parse_action)
 
@@ -190,16 +190,10 @@ def test_the_worst_actions_are_text_on_a_live_desktop_and_the_episode_still_scor
     """The host refuses each of the worst inputs as text; the image's supervisor, sent them directly (as a
     host without the check would), answers each as a problem rather than failing; the episode goes on and
     the reference still scores 1.0, so none of them reached the browser."""
-    from deepgym.environments import load_environment
     from deepgym.images import build
-    from deepgym.session import action_sequences
 
     build(["signup_form"])
-    env = load_environment("signup_form")
-    reference = action_sequences(env, "reference")[0]
-    env = dataclasses.replace(env, session=dataclasses.replace(env.session, max_steps=len(WORST) + len(reference)))
-    with gym.session(env, 0) as session:
-        first = session.start()
+    with before_reference(gym, "signup_form", 0, len(WORST)) as (session, first, finish):
         for action in WORST:
             step = session.step(action)
             assert step.observation.text.startswith("invalid action:") and not step.done, (action, step)
@@ -209,8 +203,6 @@ def test_the_worst_actions_are_text_on_a_live_desktop_and_the_episode_still_scor
             reply = channel.receive(30)
             assert reply is not None and isinstance(reply.get("problem"), str) and "error" not in reply, reply
         screen = session.step({"action_type": "screenshot"}).observation.images[0]
-        for action in reference[:-1]:
-            session.step(action)
-        verdict = session.score()
+        verdict = finish()
     assert verdict.score == 1.0, verdict.details
     assert len(screen) < 2 * len(first.images[0])  # the same plain page, nothing opened over it

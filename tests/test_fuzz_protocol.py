@@ -12,10 +12,12 @@ does), derandomized; one process per example.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -71,9 +73,9 @@ plans = st.fixed_dictionaries({
     "status": st.sampled_from([0, 1, 3, 255])})
 
 
-def _converse(plan: dict) -> list:
-    """Run the hostile worker (its plan on stdin) and read its loading reply and one call's reply as run_calls
-    does."""
+@contextlib.contextmanager
+def _worker(plan: dict) -> Iterator[Supervised]:
+    """The hostile worker running ``plan`` (on its stdin), supervised as run_calls supervises a worker."""
     sandbox = Sandbox(False)
     reply_r, reply_w = os.pipe()
     req_r, req_w = os.pipe()
@@ -87,20 +89,26 @@ def _converse(plan: dict) -> list:
             os.close(reply_w)
             os.close(req_r)
     process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w)
-    outcomes = []
     try:
+        yield process
+    finally:
+        process.close()
+        sandbox.kill_all()
+        proc.wait()
+
+
+def _converse(plan: dict) -> list:
+    """Read the worker's loading reply and one call's reply as run_calls does."""
+    outcomes = []
+    with _worker(plan) as process:
         for call_id in (None, CALL_ID):
-            outcome = process.wait(sandbox.watch(), for_line=True, cpu_limit_s=LIMITS.case_cpu_s,
+            outcome = process.wait(process.sandbox.watch(), for_line=True, cpu_limit_s=LIMITS.case_cpu_s,
                                    wall_limit_s=LIMITS.case_wall_s, output_limit=LIMITS.output_kb * 1024,
                                    send=b'{"id": "%s"}\n' % call_id.encode() if call_id else b"")
             reply = _reply(outcome, "running the case", call_id, LIMITS)
             outcomes.append(reply)
             if isinstance(reply, Fault):
                 break
-    finally:
-        process.close()
-        sandbox.kill_all()
-        proc.wait()
     return outcomes
 
 
@@ -138,3 +146,21 @@ def test_the_worst_endings_are_the_submissions_fault() -> None:
     # Past the cap, or out of time reading 17 MiB on a busy host: the submission's either way.
     assert found["huge"].error_type in ("output_limit_exceeded", "solution_timeout")
     assert found["noisy"].error_type == "output_limit_exceeded"
+
+
+def test_a_line_of_megabytes_arrives_whole_and_the_bytes_after_it_stay_for_the_next_read() -> None:
+    """A 12 MiB line (under the 16 MiB cap, so some two hundred reads of the channel) is one line, and the
+    lines that came in the same read as its end are the next ones, in order; a reply that long is judged as
+    any reply past the output limit is."""
+    long = b"x" * (12 << 20)
+    plan = {"pieces": [[(b"x" * 1024).hex(), 12 << 10, 0, False], [b"\nsecond\nthi".hex(), 1, 0, False],
+                       [b"rd\n".hex(), 1, 0, False]], "end": "exit", "status": 0}
+    with _worker(plan) as process:
+        outcomes = [process.wait(process.sandbox.watch(), for_line=True, cpu_limit_s=60, wall_limit_s=600,
+                                 output_limit=1 << 20) for _ in range(3)]
+    assert [(outcome.kind, outcome.line) for outcome in outcomes] == [("line", long), ("line", b"second"),
+                                                                    ("line", b"third")]
+    reply = json.dumps({"id": CALL_ID, "ok": True, "value": "v" * (8 << 20)}).encode()
+    found = _converse({"pieces": [[(ready + b"\n" + reply + b"\n").hex(), 1, 0, False]], "end": "exit",
+                       "status": 0})
+    assert isinstance(found[-1], Fault) and found[-1].error_type == "output_limit_exceeded", found

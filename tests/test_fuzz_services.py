@@ -147,7 +147,7 @@ def _request(path: str, data: bytes, timeout_s: float = 10.0) -> str:
 def test_the_serve_loop_outlasts_a_crowd_of_hostile_connections(service_dir: Path) -> None:
     """Many connections at once: ones that never write, write a byte at a time, close at once, half-close,
     send megabytes or garbage. The supervisor keeps answering, starts only what a whole request named, and
-    stops on SIGTERM within its read deadline."""
+    stops on SIGTERM."""
     path = str(service_dir / "supervisor.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -196,16 +196,21 @@ def test_the_serve_loop_outlasts_a_crowd_of_hostile_connections(service_dir: Pat
             thread.join(30)
         assert _request(path, b"status db\n") == "ok: db is not started\n"
         assert _request(path, b"start web2\n") == "ok: web2 started\n"
-        started = time.monotonic()
         os.kill(pid, signal.SIGTERM)
-        _, status = os.waitpid(pid, 0)
+        # No request is left in flight, so it stops at its next accept timeout (0.2 s); 30 s is the backstop
+        # that tells "stops" from "hangs" on a loaded host.
+        deadline, (done, status) = time.monotonic() + 30, os.waitpid(pid, os.WNOHANG)
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.05)
+            done, status = os.waitpid(pid, os.WNOHANG)
     finally:
         try:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
-    assert time.monotonic() - started < 2 and os.waitstatus_to_exitcode(status) == 0
+    assert done, "the supervisor did not stop within 30 s of SIGTERM"
+    assert os.waitstatus_to_exitcode(status) == 0
     assert set(log.read_text().splitlines()) <= {"start web", "start web2"}, log.read_text()
     assert "start web2" in log.read_text().splitlines()
     assert not (service_dir / "supervisor.failed").exists()

@@ -33,4 +33,27 @@ def test_a_sleeping_submission_is_killed_at_its_limit_with_its_children(gym):
     outcome = gym.judge(env, SLEEPER)
     took = time.monotonic() - started
     assert (outcome.has_verdict, outcome.error_type) == (True, "solution_timeout"), outcome.to_dict()
-    assert took < env.limits.case_wall_s * env.limits.STARVED_GRACE + 10, f"took {took:.1f} s: the runner waited"
+    assert took < env.limits.case_wall_s * env.limits.STARVED_GRACE + 60, f"took {took:.1f} s: the runner waited"
+
+
+def test_a_child_its_parent_left_behind_is_still_metered():
+    """Unconfined, ticks reread only the processes the last full scan of /proc found (deepgym/runner/sandbox.py,
+    FULL_SCAN_S): a busy child whose parent has exited, so that nothing we spawned leads to it, is found by the
+    next full scan and its CPU counted, so the CPU limit still reaches it."""
+    import sys
+
+    from deepgym.runner.sandbox import Sandbox
+
+    sandbox = Sandbox(False)
+    parent = sandbox.spawn([sys.executable, "-c", "import os\nif os.fork() == 0:\n    while True:\n        pass\n"])
+    parent.wait()
+    meter = sandbox.watch()
+    deadline = time.monotonic() + 120
+    try:
+        while (usage := meter.tick()).cpu_s < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        left = sandbox.members()
+    finally:
+        sandbox.kill_all()
+    assert usage.cpu_s >= 0.5, "the orphan's CPU was never counted"
+    assert left and not sandbox.others_alive(keep=0), "the orphan was found, and killed with the session"

@@ -49,6 +49,22 @@ def wait_ready(provider, count: int, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def wait_made(provider, timeout_s: float = 60.0) -> None:
+    """Until no prewarmed container is being made: every refill asked for has landed (or failed)."""
+    until = time.monotonic() + timeout_s
+    while any(provider.prewarm._making.values()):
+        assert time.monotonic() < until, "a refill never landed"
+        time.sleep(0.05)
+
+
+def wait_stopped(container: str, timeout_s: float = 60.0) -> None:
+    until = time.monotonic() + timeout_s
+    while subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", container], capture_output=True,
+                         text=True).stdout.strip() == "true":
+        assert time.monotonic() < until, f"{container} still runs after docker kill"
+        time.sleep(0.05)
+
+
 @pytest.mark.docker
 def test_each_sample_gets_a_container_of_its_own_made_before_it_asked(spec):
     from deepgym.sandbox.docker import DockerProvider
@@ -97,7 +113,7 @@ def test_a_prewarmed_container_that_died_while_it_waited_is_never_used(spec):
         wait_ready(provider, 1)
         (ready,) = [box for boxes in provider.prewarm._ready.values() for box in boxes]
         subprocess.run(["docker", "kill", ready.container], capture_output=True, check=True)
-        time.sleep(0.5)
+        wait_stopped(ready.container)
         result = provider.run(spec, ECHO, ExecOptions(stdin=b"fresh", timeout_s=30))
     assert (result.exit_code, result.stdout) == (0, b"fresh")
 
@@ -112,9 +128,7 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec, monke
     try:
         for cwd in ("/", "/tmp", "/usr", "/etc"):  # four kinds: the same command in four working directories
             provider.run(spec, ECHO, ExecOptions(stdin=b"k", cwd=cwd, timeout_s=30))
-            time.sleep(1.5)  # its refill lands
-        wait_ready(provider, 2)
-        time.sleep(1.0)
+            wait_made(provider)  # its refill lands (evicting the oldest kind) before the next kind is used
         kinds = [kind[3] for kind, boxes in provider.prewarm._ready.items() if boxes]
         assert kinds == ["/usr", "/etc"] and sum(len(b) for b in provider.prewarm._ready.values()) == 2, kinds
     finally:

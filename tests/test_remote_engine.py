@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import IN_CI, verl_reward
+from support import unavailable, verl_reward
 
 from deepgym import DeepGym, NoVerdictError
 from deepgym.errors import ConfigurationError
@@ -165,7 +165,7 @@ def test_an_ssh_host_that_refuses_the_key_is_no_verdict(ssh_engine, monkeypatch,
 
 def test_an_ssh_host_where_nothing_listens_is_no_verdict(tmp_path, monkeypatch):
     if importlib.util.find_spec("paramiko") is None:
-        (pytest.fail if IN_CI else pytest.skip)("ssh:// needs paramiko (pip install 'deepgym[ssh]')")
+        unavailable("ssh:// needs paramiko (pip install 'deepgym[ssh]')")
     outcome = _over_ssh("ssh://root@127.0.0.1:1", tmp_path, monkeypatch)
     assert "no ssh server answers at 127.0.0.1:1" in str(outcome)
 

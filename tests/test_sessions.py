@@ -46,12 +46,20 @@ where bash's would retry)."""
 
 
 def gone(container: str) -> bool:
-    """The container no longer exists (one the engine is still removing gets 10 s)."""
-    for _ in range(100):
+    """The container no longer exists (one the engine is still removing gets 60 s: a busy engine is slow)."""
+    for _ in range(600):
         if subprocess.run(["docker", "inspect", container], capture_output=True, check=False).returncode != 0:
             return True
         time.sleep(0.1)
     return False
+
+
+def _wait_until_stopped(container: str) -> None:
+    deadline = time.monotonic() + 60
+    while subprocess.run(["docker", "inspect", "-f", "{{.State.Running}}", container], capture_output=True,
+                         text=True).stdout.strip() == "true":
+        assert time.monotonic() < deadline, f"{container} outlived its lifetime by a minute"
+        time.sleep(0.1)
 
 
 def with_limits(name: str, **limits) -> object:
@@ -114,7 +122,10 @@ def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym)
         count = ["python3", "-c", PROCESSES_OF_AGENT]
         from deepgym.sandbox import ExecOptions
 
-        assert int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) >= 4
+        deadline = time.monotonic() + 60  # all of them running (the respawner's first sleep 100 too)
+        while int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) < 4:
+            assert time.monotonic() < deadline, "the agent's daemons never all ran"
+            time.sleep(0.1)
         for _ in range(2):
             report, in_play = session._session_runner("verify", timeout_s=60)
             assert in_play and report["score"] == 1.0, report
@@ -137,7 +148,7 @@ def test_a_timed_out_action_returns_its_partial_output_and_the_episode_goes_on(g
         step = session.step("echo before; setsid sleep 1000 & sleep 30")
         took = time.monotonic() - started
         assert step.observation.text == "before\n[timed out after 1 s]" and not step.done
-        assert took < 10
+        assert took < 25  # the step ended at its 1 s timeout, not after the 30 s sleep
         sleeping = session.step("for p in /proc/[0-9]*; do cat $p/comm 2>/dev/null; done | grep -c '^sleep$'")
         assert sleeping.observation.text.startswith("0")
         assert session.step("echo after").observation.text == "after\n"
@@ -227,7 +238,7 @@ def test_row_3_a_lifetime_that_ran_out_while_the_agent_was_idle_gives_no_verdict
         session._lifetime_s = 3.0
         session.start()
         session.step("true")
-        time.sleep(4)
+        _wait_until_stopped(session._sandbox.id)  # its 3 s lifetime ran out while the agent was idle
         assert session.step("true").done
         with pytest.raises(NoVerdictError) as failure:
             session.score()
@@ -251,8 +262,18 @@ def test_row_4_a_sandbox_that_dies_under_the_agents_action_scores_zero(gym):
     with gym.session("shell_organise_files") as session:
         session.start()
         box = session._sandbox.id
-        threading.Timer(1.0, lambda: subprocess.run(["docker", "kill", box], capture_output=True, check=False)).start()
-        step = session.step("sleep 30")
+
+        def kill_once_it_runs() -> None:  # the kill must land while the action runs, however loaded the host
+            started = ["docker", "exec", box, "test", "-e", "/tmp/work/acting"]
+            deadline = time.monotonic() + 60
+            while subprocess.run(started, capture_output=True).returncode != 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            subprocess.run(["docker", "kill", box], capture_output=True, check=False)
+
+        killer = threading.Thread(target=kill_once_it_runs)
+        killer.start()
+        step = session.step("touch /tmp/work/acting; sleep 30")
+        killer.join()
         assert step.done and "the sandbox failed" in step.observation.text
         verdict = session.score()
     assert (verdict.score, verdict.error_type) == (0.0, "policy_sandbox_failure") and gone(box)

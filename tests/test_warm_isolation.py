@@ -8,52 +8,28 @@ work where the kernel lets it (so the test would see a leak), and the look must 
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
 
-from support import ensure_images, fenced, solution
+import support
+from support import fenced, probing, reported, solution
 
 pytestmark = pytest.mark.docker
 
 ENV = "coin_change"
-# A submission whose first call runs BODY (with ``report``, a dict, in scope) and raises with the report, so
-# that the verdict's details carry it.
-TEMPLATE = '''
-import ctypes, json, os, platform, socket, subprocess, sys, time
-def coin_change(coins, amount):
-    report = {{"host": socket.gethostname(), "uid": os.getuid(), "cwd": os.getcwd()}}
-{body}
-    raise RuntimeError("REPORT=" + json.dumps(report, sort_keys=True) + "=END")
-'''
 MARK = "deepgym-plant"
-
-
-def submission(*parts: str) -> str:
-    body = "".join(textwrap.dedent(part) for part in parts)
-    return fenced(TEMPLATE.format(body=textwrap.indent(body, "    ")))
-
-
-def report_of(verdict) -> dict:
-    assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
-    return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
 
 
 @pytest.fixture(scope="module")
 def warm_gym():
-    """A docker client whose warm pool holds one container, so consecutive samples share it."""
-    from deepgym import DeepGym
-    from deepgym.sandbox.warm import WarmPool
-
-    ensure_images(ENV)
-    with DeepGym("docker", max_parallel=2) as client:
-        client.provider._warm = WarmPool(client.provider, size=1)
+    """A pool of one warm container, so consecutive samples share it."""
+    with support.warm_gym(ENV) as client:
         yield client
 
 
 def plant_then_look(gym, plant: str, look: str, prelude: str = "") -> tuple[dict, dict]:
-    planted = report_of(gym.run(ENV, submission(prelude, plant), isolation="process"))
-    seen = report_of(gym.run(ENV, submission(prelude, look), isolation="process"))
+    planted = reported(gym.run(ENV, probing(prelude, plant), isolation="process"))
+    seen = reported(gym.run(ENV, probing(prelude, look), isolation="process"))
     assert planted["host"] == seen["host"], "the two samples ran in different containers: the test proves nothing"
     assert planted["uid"] != seen["uid"] and seen["uid"] >= 1 << 20
     return planted, seen
@@ -107,7 +83,16 @@ def test_background_and_double_forked_processes_are_gone(warm_gym):
         if os.fork() == 0:
             os.execv(sys.executable, [sys.executable, "-c", loop, "{MARK}-double"])
         os._exit(0)
-    time.sleep(0.3)
+    def marked():
+        count = 0
+        for p in os.listdir("/proc"):
+            try:
+                count += p.isdigit() and b"{MARK}" in open(f"/proc/{{p}}/cmdline", "rb").read()
+            except OSError:
+                pass
+        return count
+    while marked() < 2:  # both run their loop (the sample's wall limit ends a wait that never would)
+        time.sleep(0.01)
     report["mine"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == os.getuid())
     '''
     look = f'''
@@ -212,7 +197,6 @@ def test_an_open_descriptor_passed_to_a_child_is_gone(warm_gym):
     os.unlink("/dev/shm/{MARK}-fd")  # only the descriptor keeps it now
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)"], pass_fds=(77,),
                      start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.2)
     report["held"] = os.readlink("/proc/self/fd/77")
     '''
     look = f'''
@@ -314,13 +298,8 @@ def test_verdicts_match_a_fresh_container_per_sample(warm_gym, name):
 
 def test_under_load_warm_mode_changes_no_verdict():
     """Eight samples at once on a pool of two warm containers, twice the CPUs: every verdict as expected."""
-    from deepgym import DeepGym
-
     names = ["right", "wrong", "loop", "memory_bomb"] * 3
-    with DeepGym("docker", max_parallel=8) as gym:
-        from deepgym.sandbox.warm import WarmPool
-
-        gym.provider._warm = WarmPool(gym.provider, size=2, samples=5)
+    with support.warm_gym(ENV, size=2, max_parallel=8, samples=5) as gym:
         results = gym.run_batch(ENV, [CASES[name][0] for name in names], isolation="process")
     assert results.no_verdict == 0, results.counts()
     for name, verdict in zip(names, results):
@@ -334,11 +313,11 @@ def test_a_container_that_ran_out_of_memory_retires(warm_gym):
         if os.fork() == 0:
             block = bytearray(120 << 20)
             time.sleep(1000)
-    time.sleep(3)
+    os.wait()  # the first child to die: the OOM killer's (each would sleep 1000 s)
     '''
-    before = report_of(warm_gym.run(ENV, submission(""), isolation="process"))
-    hogged = warm_gym.run(ENV, submission(hog), isolation="process")
-    after = report_of(warm_gym.run(ENV, submission(""), isolation="process"))
+    before = reported(warm_gym.run(ENV, probing(""), isolation="process"))
+    hogged = warm_gym.run(ENV, probing(hog), isolation="process")
+    after = reported(warm_gym.run(ENV, probing(""), isolation="process"))
     assert hogged.has_verdict and hogged.error_type == "solution_oom", hogged
     assert before["host"] != after["host"], "the container that ran out of memory judged the next sample"
 

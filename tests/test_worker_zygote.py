@@ -8,23 +8,15 @@ probe is shown to work where it must (the worker finds its root parent, the zygo
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 import pytest
 
-from support import ensure_images, fenced, solution
+from support import fenced, probing, reported, solution, warm_gym
 
 pytestmark = pytest.mark.docker
 
 ENV = "coin_change"
-TEMPLATE = '''
-import ctypes, gc, json, os, resource, signal, socket, sys
-def coin_change(coins, amount):
-    report = {{"host": socket.gethostname(), "uid": os.getuid(), "pid": os.getpid()}}
-{body}
-    raise RuntimeError("REPORT=" + json.dumps(report, sort_keys=True) + "=END")
-'''
 # What the worker learns about itself, and what it can do to every root process in the container (the
 # zygote, its parent; the runner; warm mode's server; the init).
 PROBE = '''
@@ -72,24 +64,10 @@ report["reached"] = reached
 '''
 
 
-def submission(body: str) -> str:
-    return fenced(TEMPLATE.format(body=textwrap.indent(textwrap.dedent(body), "    ")))
-
-
-def report_of(verdict) -> dict:
-    assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
-    assert "REPORT=" in verdict.details, verdict.cases[0].error
-    return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
-
-
 @pytest.fixture(scope="module")
 def gym():
-    from deepgym import DeepGym
-    from deepgym.sandbox.warm import WarmPool
-
-    ensure_images(ENV)
-    with DeepGym("docker", max_parallel=2) as client:
-        client.provider._warm = WarmPool(client.provider, size=1)
+    """A pool of one warm container, so consecutive samples in warm mode share it."""
+    with warm_gym(ENV) as client:
         yield client
 
 
@@ -107,7 +85,7 @@ def assert_confined(report: dict) -> None:
 
 @pytest.mark.parametrize("isolation", ["container", "process"])
 def test_a_forked_worker_is_confined_and_holds_nothing_of_the_sample(gym, isolation):
-    assert_confined(report_of(gym.run(ENV, submission(PROBE), isolation=isolation)))
+    assert_confined(reported(gym.run(ENV, probing(PROBE), isolation=isolation)))
 
 
 def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_worker(gym):
@@ -128,8 +106,8 @@ def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_wo
     import builtins
     report["planted_seen"] = hasattr(builtins, "PLANTED") or hasattr(json, "PLANTED") or "deepgym_plant" in sys.modules
     ''')
-    planted = report_of(gym.run(ENV, submission(attack), isolation="process"))
-    seen = report_of(gym.run(ENV, submission(look), isolation="process"))
+    planted = reported(gym.run(ENV, probing(attack), isolation="process"))
+    seen = reported(gym.run(ENV, probing(look), isolation="process"))
     assert planted["host"] == seen["host"] and planted["uid"] != seen["uid"], (planted, seen)
     assert planted["planted"] and not seen["planted_seen"], seen
     assert_confined(seen)

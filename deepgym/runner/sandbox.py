@@ -46,6 +46,10 @@ _CPU_FILES = ((f"{CGROUP_ROOT}/cpuacct", "cpuacct.usage"), (CGROUP_ROOT, "cpu.st
 _MEMORY_FILES = ((f"{CGROUP_ROOT}/memory", "memory.oom_control"), (CGROUP_ROOT, "memory.events"))
 # Seconds kill_all keeps sweeping before it gives up on processes that will not die (zombies nobody reaps).
 KILL_WAIT_S = 2.0
+# Unconfined, a tick between full scans of the host's /proc (each a read of every process on the host)
+# rereads only the processes the last one found: a child started since is measured at most this late, and
+# the CPU of a child that its parent reaped is in the parent's all along.
+FULL_SCAN_S = 0.1
 # Seconds a sweep lets the processes it signalled die before it forks the atomic killer for any left.
 SWEEP_SETTLE_S = 0.1
 
@@ -352,6 +356,8 @@ class Sandbox:
         self.uids = {uid, applier_uid}
         self.homes: dict[int, str] = {}
         self._sessions: set[int] = set()
+        self._known: list[int] = []  # unconfined: the members the last full scan found (tick_members)
+        self._next_full_scan = 0.0
         self._seen_cpu: dict[tuple[int, int], float] = {}
         self._procs: list[subprocess.Popen[bytes]] = []
         # The heartbeat thread measures too (cpu_s), and the fallback accounting keeps state.
@@ -421,6 +427,22 @@ class Sandbox:
                     pids.append(pid)
         return pids
 
+    def tick_members(self) -> list[int]:
+        """:meth:`members` for a tick of a :class:`Meter`. Confined it is the same scan (of the container's
+        few processes). Unconfined, a full scan reads every process on the host, so it runs at most every
+        :data:`FULL_SCAN_S`; the ticks in between reread the pids it found and the ones we spawned since,
+        keeping those still alive in our sessions."""
+        if self.confined:
+            return self.members()
+        now = time.monotonic()
+        if now >= self._next_full_scan:
+            self._next_full_scan = now + FULL_SCAN_S
+            self._known = self.members()
+        else:
+            known = set(self._known) | {proc.pid for proc in self._procs}
+            self._known = [pid for pid in known if (st := _stat(pid)) is not None and st.session in self._sessions]
+        return self._known
+
     def any_runnable(self, pids: list[int]) -> bool:
         for pid in pids:
             try:
@@ -486,12 +508,12 @@ class Sandbox:
             self._cgroup_trusted = False
         return self._cgroup_trusted
 
-    def cpu_s(self) -> float:
+    def cpu_s(self, pids: list[int] | None = None) -> float:
         """CPU seconds the untrusted processes have used so far (monotonic). Thread-safe.
 
         From the cgroup while it holds only ours (:meth:`cgroup_is_ours`): its total minus the runner's and
         its init's own CPU; helpers the runner forks as a uid (the killer) count as that uid's. Otherwise the
-        per-process accounting of the request's uids."""
+        per-process accounting of the request's uids, over ``pids`` (default: :meth:`members`)."""
         with self._measuring:
             if self.confined and self._cgroup_ours():
                 total = cgroup_cpu_s()
@@ -500,7 +522,7 @@ class Sandbox:
                     self._last_cpu_s = max(self._last_cpu_s, total - time.process_time() - init - self._cgroup_base)
                     return self._last_cpu_s
                 self._cgroup_trusted = False
-            measured = self._process_cpu_s(self.members())
+            measured = self._process_cpu_s(self.members() if pids is None else pids)
             if self._offset is None:
                 self._offset = self._last_cpu_s - measured
             self._last_cpu_s = max(self._last_cpu_s, measured + self._offset)
@@ -632,16 +654,18 @@ class Meter:
         self._limit_hits0 = sandbox.memory_limit_hits()
 
     def tick(self) -> Usage:
-        """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes)."""
+        """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes; unconfined,
+        of the processes :meth:`Sandbox.tick_members` knows)."""
         usage = self.usage
+        members = self.sandbox.tick_members()
         now = time.monotonic()
         usage.runner_lag_s += max(0.0, now - self._last - self.LAG_ALLOWANCE_S)
         self._last = now
         usage.wall_s = now - self._wall0
-        cpu = self.sandbox.cpu_s()
+        cpu = self.sandbox.cpu_s(members)
         usage.cpu_s = max(0.0, cpu - self._cpu0)
         usage.samples += 1
-        if self.sandbox.any_runnable(self.sandbox.members()):
+        if self.sandbox.any_runnable(members):
             usage.runnable_samples += 1
         psi = psi_cpu_stall_s()
         if psi is not None and self._psi0 is not None:
@@ -789,24 +813,18 @@ class Supervised:
             self.selector.register(self.requests_fd, selectors.EVENT_WRITE, "requests")
         self._pending += data
 
-    def _take_line(self) -> bytes | None:
-        if b"\n" not in self.channel:
-            return None
-        line, _, rest = bytes(self.channel).partition(b"\n")
-        self.channel = bytearray(rest)
-        return line
-
     def _line_arrived(self) -> bytes | None:
         """A whole line on the channel right now, read without waiting, or None."""
         key = self.selector.get_map().get(self.channel_fd) if self.channel_fd is not None else None
         chunk = None if key is None else self._read(key)
+        searched = len(self.channel)
         if chunk:
             self.channel.extend(chunk)
-        return self._take_line()
+        return self._line(searched if chunk else 0)
 
     def _wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
               output_limit: int) -> Outcome:
-        if for_line and (line := self._take_line()) is not None:
+        if for_line and (line := self._line(0)) is not None:
             # It arrived with the previous one, inside the previous window, which was charged for it.
             return Outcome("line", meter.usage, line=line)
         while True:
@@ -824,8 +842,9 @@ class Supervised:
                         continue
                     if not chunk and for_line:
                         return self._exited(meter.tick())
+                    searched = len(self.channel)  # the bytes before the chunk hold no newline
                     self.channel.extend(chunk)
-                    if for_line and (line := self._take_line()) is not None:
+                    if for_line and (line := self._line(searched)) is not None:
                         return Outcome("line", meter.tick(), line=line)
                     if len(self.channel) > self.MAX_LINE_BYTES:
                         return Outcome("output", meter.tick(), detail="sent more than 16 MiB to the runner")
@@ -833,7 +852,7 @@ class Supervised:
                 outcome = self._exited(meter.tick())
                 if self.output_bytes > output_limit:
                     return Outcome("output", outcome.usage, detail=f"wrote {self.output_bytes} bytes of output")
-                if for_line and (line := self._take_line()) is not None:
+                if for_line and (line := self._line(0)) is not None:
                     return Outcome("line", outcome.usage, line=line)
                 return outcome
             usage = meter.tick()
@@ -852,6 +871,17 @@ class Supervised:
                 return Outcome("cpu" if usage.cpu_s > cpu_limit_s else "wall", usage)
             if usage.wall_s > wall_limit_s * Limits.STARVED_GRACE:  # past its wall limit, and starved
                 return Outcome("starved", usage)
+
+    def _line(self, start: int) -> bytes | None:
+        """The channel's first line, if its newline is at or after ``start`` (the caller knows the bytes before
+        hold none, so a long line costs one search of each chunk, not of the whole line per chunk); the bytes
+        after it stay for the next call."""
+        end = self.channel.find(b"\n", start)
+        if end < 0:
+            return None
+        line = bytes(self.channel[:end])
+        del self.channel[:end + 1]
+        return line
 
     def _unsend(self) -> None:
         if self._pending:

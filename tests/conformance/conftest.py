@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support import IN_CI, ROOT, environment
+from support import ROOT, environment, unavailable
 
 from deepgym.sandbox import Provider, SandboxSpec
 
@@ -149,8 +149,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def _needs_sdk(extra: str, *modules: str) -> None:
     if all(importlib.util.find_spec(module) is None for module in modules):
-        missing = f"not run: the {extra} extra is not installed (pip install 'deepgym[{extra}]')"
-        pytest.fail(missing) if IN_CI else pytest.skip(missing)
+        unavailable(f"not run: the {extra} extra is not installed (pip install 'deepgym[{extra}]')")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support import IN_CI, environment  # noqa: E402
+from support import environment, unavailable  # noqa: E402
 
 from deepgym.sandbox import Provider, SandboxSpec  # noqa: E402
 
@@ -49,8 +49,7 @@ class Case:
 def _needs(mode: str) -> None:
     missing = [module for module in SDK[mode] if importlib.util.find_spec(module) is None]
     if missing:
-        reason = f"not run: {', '.join(missing)} not installed (pip install 'deepgym[{mode}]')"
-        pytest.fail(reason) if IN_CI else pytest.skip(reason)
+        unavailable(f"not run: {', '.join(missing)} not installed (pip install 'deepgym[{mode}]')")
 
 
 def _daytona(scratch: Path) -> Iterator[Case]:

@@ -102,19 +102,3 @@ def test_stopping_a_fake_removes_its_own_containers_and_network_never_another_ru
     finally:
         other.stop()
     assert other.containers() == []
-
-
-def test_a_session_with_a_service_runs_on_apple(fake):
-    """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
-    service that must survive into grading) scores 1 in an Apple container, its known-wrong one 0."""
-    from deepgym.environments import load_environment
-    from deepgym.session import action_sequences, replay
-
-    build(["shell_fix_config"])
-    env = load_environment("shell_fix_config")
-    with DeepGym(mode="apple") as apple:
-        right = replay(apple, env, action_sequences(env, "reference")[1], variant=1)
-        wrong = replay(apple, env, action_sequences(env, "wrong_own_background_server")[1], variant=1)
-    assert (right.score, right.runtime) == (1.0, "apple"), right
-    assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong
-    assert any(call[0] == "exec" for call in fake.calls()), "the episode's commands went through the CLI"

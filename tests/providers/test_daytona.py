@@ -246,25 +246,6 @@ def test_verls_reward_kwargs_mode_daytona(standin, monkeypatch):
     assert creates() == before + 2, "both were judged through Daytona"
 
 
-def test_a_session_with_a_service_runs_on_daytona(standin, monkeypatch):
-    """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
-    service that must survive into grading) scores 1 in a Daytona sandbox, its known-wrong one 0."""
-    from deepgym.environments import load_environment
-    from deepgym.session import action_sequences, replay
-
-    manifest = publish(standin, ["base", "shell_fix_config"], Path(standin.manifest).with_name("session.json"))
-    register("daytona", ["shell_fix_config"], manifest, provider=DaytonaProvider(**settings(standin)))
-    for key, value in (("DAYTONA_API_KEY", standin.api_key), ("DAYTONA_API_URL", standin.api_url),
-                       ("DAYTONA_TARGET", "us")):
-        monkeypatch.setenv(key, value)
-    env = load_environment("shell_fix_config")
-    with DeepGym(mode="daytona") as daytona:
-        right = replay(daytona, env, action_sequences(env, "reference")[1], variant=1)
-        wrong = replay(daytona, env, action_sequences(env, "wrong_own_background_server")[1], variant=1)
-    assert (right.score, right.runtime) == (1.0, "daytona"), right
-    assert (wrong.score, wrong.error_type) == (0.0, "service_failed"), wrong
-
-
 def test_arun_keeps_the_accounts_own_bound(gym):
     """A remote account has no host admission key: arun goes straight to a thread, where the adapter waits for
     the account's slot (it neither waits for a host slot nor fails for want of one)."""

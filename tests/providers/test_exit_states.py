@@ -54,7 +54,7 @@ def test_row_exit_status_is_data(case, provider):
 
 def test_row_our_deadline_keeps_the_output(case, provider):
     result = provider.run(case.spec(provider), ["python3", "-c", "import time\nprint('beat', flush=True)\n"
-                                                "time.sleep(60)"], ExecOptions(timeout_s=2))
+                                                "time.sleep(60)"], ExecOptions(timeout_s=6))  # up to print
     assert (result.timed_out, result.exit_code, result.stdout) == (True, None, b"beat\n")
 
 
@@ -66,7 +66,7 @@ def test_row_the_providers_own_deadline_is_sandbox_lost(case, provider, monkeypa
         started = time.monotonic()
         with pytest.raises(SandboxLost, match="own deadline"):
             box.exec(["python3", "-c", "import time\ntime.sleep(60)"], ExecOptions(timeout_s=3))
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 30  # its 1.5 s deadline ended it, not the 60 s command
 
 
 def test_row_sandbox_killed_mid_exec_is_sandbox_lost(case, provider):
@@ -120,7 +120,7 @@ def test_row_unreachable_api_is_provider_unavailable(case, monkeypatch):
         with pytest.raises(ProviderUnavailable, match="cannot be reached"):
             provider.create(case.spec(provider))
         if case.mode == "modal":  # its client retries for 63 s; the adapter remembers the failure for a while
-            assert time.monotonic() - started < 5, "the next sample waited out Modal's retries again"
+            assert time.monotonic() - started < 30, "the next sample waited out Modal's retries again"
     finally:
         provider.close()
 

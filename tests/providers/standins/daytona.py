@@ -60,7 +60,7 @@ class DaytonaStandIn(ContainerBacked):
 
     def start(self) -> DaytonaStandIn:
         threading.Thread(target=self._serve, daemon=True, name="daytona-standin").start()
-        if not self._ready.wait(10):
+        if not self._ready.wait(60):  # a loaded host starts a server slowly
             raise RuntimeError("the Daytona stand-in did not start")
         return self
 

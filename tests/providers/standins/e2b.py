@@ -93,7 +93,7 @@ class E2BStandIn(ContainerBacked):
                                                      lifespan="off"))
         self._thread = threading.Thread(target=self._server.run, daemon=True, name="e2b-standin")
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a loaded host starts a server slowly
         while not self._server.started:
             if time.monotonic() > deadline:
                 raise RuntimeError("the E2B stand-in did not start")

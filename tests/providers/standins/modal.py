@@ -80,7 +80,7 @@ class ModalStandIn(ContainerBacked):
     def start(self) -> ModalStandIn:
         self._thread = threading.Thread(target=self._serve, daemon=True, name="modal-standin")
         self._thread.start()
-        if not self._ready.wait(10):
+        if not self._ready.wait(60):  # a loaded host starts a server slowly
             raise RuntimeError("the Modal stand-in did not start")
         return self
 
