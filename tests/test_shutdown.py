@@ -24,9 +24,10 @@ SLOW = fenced("import time\ndef coin_change(coins, amount):\n    time.sleep(60)\
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "DEEPGYM_MAX_SANDBOXES": "2"}
 
 
-def containers_of(pid: int, owner: str | None = None) -> list[str]:
-    """The containers whose owner label names process ``pid`` (its exact label when given)."""
-    result = subprocess.run(["docker", "ps", "-a", "--format", f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'],
+def containers_of(pid: int, owner: str | None = None, *, running: bool = False) -> list[str]:
+    """The containers whose owner label names process ``pid`` (its exact label when given); ``running``: only
+    those running now (a used one on its way out has stopped)."""
+    result = subprocess.run(["docker", "ps", *([] if running else ["-a"]), "--format", f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'],
                             capture_output=True, text=True, check=True)
     return [line.split()[0] for line in result.stdout.splitlines()
             if len(line.split()) == 2 and (line.split()[1] == owner if owner else f"/{pid}/" in line.split()[1])]
@@ -197,7 +198,14 @@ def test_the_next_start_reaps_a_sigkilled_processs_prewarmed_containers_never_a_
         assert victim_owner == owner_label(victim.pid)
         # A full pool: prewarm keeps max_parallel (the CPU count, at least 2) ready per kind.
         wait_for(lambda: len(containers_of(victim.pid, victim_owner)) >= 2, what="the victim's prewarmed pool")
-        theirs = wait_for(lambda: containers_of(bystander.pid, bystander_owner), what="the bystander's")
+
+        def bystanders_pool() -> list[str]:
+            """Its full pool, once its own sample's container (removed in the background) has left the list."""
+            alive = containers_of(bystander.pid, bystander_owner, running=True)
+            settled = len(alive) >= 2 and set(alive) == set(containers_of(bystander.pid, bystander_owner))
+            return alive if settled else []
+
+        theirs = wait_for(bystanders_pool, what="the bystander's prewarmed pool alone")
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         assert len(containers_of(victim.pid, victim_owner)) >= 2, "a killed process cannot clean up"
