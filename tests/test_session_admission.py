@@ -180,12 +180,13 @@ def slot_held(directory: Path) -> bool:
     return False
 
 
-def containers_of(env: str) -> list[str]:
-    """This process's containers of ``env`` (other processes may run ``env`` meanwhile)."""
+def containers_of(env: str, gym: DeepGym) -> list[str]:
+    """``gym``'s own containers of ``env`` (other clients, in this process or others, may keep some of ``env``
+    ready meanwhile, e.g. the suite's shared client's prewarmed pool)."""
     listed = subprocess.run(["docker", "ps", "-a", "--filter", f"label={ENVIRONMENT_LABEL}={env}",
                              "--format", f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'],
                             capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in listed.splitlines() if f"/{os.getpid()}/" in line]
+    return [line.split()[0] for line in listed.splitlines() if line.split()[1:] == [gym.provider.owner]]
 
 
 def test_a_step_and_a_single_turn_sample_share_the_bound(admission_dir, monkeypatch):
@@ -207,7 +208,7 @@ def test_a_step_and_a_single_turn_sample_share_the_bound(admission_dir, monkeypa
             sample=gym.judge("coin_change", fenced(solution("coin_change", "reference")))))
         sampling.start()
         sampling.join(3.0)  # long enough to judge coin_change several times over on an idle host
-        assert sampling.is_alive() and not containers_of("coin_change"), "the sample ran while the step held the slot"
+        assert sampling.is_alive() and not containers_of("coin_change", gym), "the sample ran while the step held the slot"
         subprocess.run(["docker", "exec", "-u", "10000:10000", box, "touch", "/tmp/work/go"], check=True)
         stepping.join(60)
         sampling.join(120)
@@ -337,7 +338,7 @@ def test_a_desktop_episode_waits_for_its_slot_uncharged_and_scores_right(admissi
         starting = threading.Thread(target=session.start)
         starting.start()
         starting.join(2.0)
-        assert starting.is_alive() and not containers_of(DESKTOP), "the desktop started without a slot"
+        assert starting.is_alive() and not containers_of(DESKTOP, gym), "the desktop started without a slot"
         held.release()
         starting.join(120)
         held = Admission(bound=1, directory=admission_dir).acquire(timeout_s=60)
