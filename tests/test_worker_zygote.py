@@ -8,10 +8,15 @@ probe is shown to work where it must (the worker finds its root parent, the zygo
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import textwrap
+import time
 
 import pytest
 
+from deepgym import DeepGym
 from support import fenced, probing, reported, solution, warm_gym
 
 pytestmark = pytest.mark.docker
@@ -113,3 +118,29 @@ def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_wo
     assert_confined(seen)
     right = gym.run(ENV, fenced(solution(ENV, "reference")), isolation="process")
     assert right.score == 1.0, right
+
+
+def test_a_zygote_that_never_forks_the_worker_is_the_runners_failure_never_a_timeout():
+    # The worker zygote of a prewarmed container is stopped from the host (as a host starving it, or a bug of
+    # ours, would hold it) before the sample arrives: no process of the submission ever runs, so the wall-clock
+    # limit that fires while loading is not the submission's. It used to be scored solution_timeout, a 0.
+    with DeepGym(mode="docker", max_parallel=1) as strict:
+        assert strict.run(ENV, fenced(solution(ENV, "reference"))).score == 1.0
+        pool = strict.provider.prewarm
+        deadline = time.monotonic() + 60
+        while not any(pool._ready.values()):
+            assert time.monotonic() < deadline, "no container was prewarmed"
+            time.sleep(0.05)
+        container = next(box.container for ready in pool._ready.values() for box in ready)
+        zygote = None
+        while zygote is None:  # the runner forks its zygote once started; the container may still be starting
+            assert time.monotonic() < deadline, "the prewarmed runner never forked its worker zygote"
+            top = subprocess.run(["docker", "top", container, "-eo", "pid,ppid,args"], capture_output=True,
+                                 text=True, check=True).stdout.splitlines()[1:]
+            processes = [(int(pid), int(ppid), args) for pid, ppid, args in (line.split(None, 2) for line in top)]
+            runners = {pid for pid, _, args in processes if args.startswith("python3 -I -B -m deepgym_runner")}
+            zygote = next((pid for pid, ppid, _ in processes if ppid in runners), None)  # forked: the same argv
+        os.kill(zygote, signal.SIGSTOP)
+        outcome = strict.judge(ENV, fenced(solution(ENV, "reference")))
+    assert not outcome.has_verdict and outcome.error_type == "verifier_timeout", outcome.to_dict()
+    assert "before any process of the submission had started" in outcome.reason, outcome.reason

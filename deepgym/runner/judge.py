@@ -16,7 +16,7 @@ import threading
 import time
 
 from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS, Request
-from .sandbox import BrokenTests, HostOverloaded, Sandbox, Workspace
+from .sandbox import BrokenTests, HostOverloaded, RunnerStalled, Sandbox, Workspace
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -101,6 +101,8 @@ def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit:
                                              fail_fast=request.scoring == "all_or_nothing")
         except HostOverloaded as exc:
             return no_verdict("host_overloaded", str(exc))
+        except RunnerStalled as exc:
+            return no_verdict("verifier_timeout", str(exc))
         except BrokenTests as exc:
             return no_verdict("verifier_error", str(exc))
         finally:

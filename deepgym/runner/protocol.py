@@ -80,7 +80,8 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
                             "runner fell silent (no heartbeat) before the host's deadline"),
     "verifier_error": (False, "the runner or the hidden tests failed, or their report was unreadable"),
     "verifier_timeout": (False, "the runner missed the host's deadline on its own: before any submission code ran, "
-                                "or busy with its own work (it got a third of a CPU and still did not report)"),
+                                "or busy with its own work (it got a third of a CPU and still did not report); or a "
+                                "time limit fired before any process of the submission had started"),
     "invalid_score": (False, "the report's score was not a finite number in [0, 1]"),
     "host_overloaded": (False, "a wall-clock limit or the host's deadline fired while the host starved the sandbox "
                                "of CPU"),

@@ -265,11 +265,14 @@ def growing_into_memory_limit(pids: list[int]) -> str | None:
 class Usage:
     """What the untrusted processes did during one measured window."""
 
-    __slots__ = ("cpu_s", "wall_s", "samples", "runnable_samples", "runner_lag_s", "psi_stall_s", "oom_kills")
+    __slots__ = ("cpu_s", "wall_s", "samples", "runnable_samples", "present_samples", "runner_lag_s", "psi_stall_s",
+                 "oom_kills")
 
     def __init__(self, cpu_s: float = 0.0, wall_s: float = 0.0, samples: int = 0, runnable_samples: int = 0,
-                 runner_lag_s: float = 0.0, psi_stall_s: float | None = None, oom_kills: int = 0):
+                 present_samples: int = 0, runner_lag_s: float = 0.0, psi_stall_s: float | None = None,
+                 oom_kills: int = 0):
         self.cpu_s, self.wall_s, self.samples, self.runnable_samples = cpu_s, wall_s, samples, runnable_samples
+        self.present_samples = present_samples  # samples at which a process of the submission existed
         self.runner_lag_s, self.psi_stall_s, self.oom_kills = runner_lag_s, psi_stall_s, oom_kills
 
     def __repr__(self) -> str:
@@ -308,6 +311,7 @@ class Budget:
         total.cpu_s += usage.cpu_s
         total.samples += usage.samples
         total.runnable_samples += usage.runnable_samples
+        total.present_samples += usage.present_samples
         total.runner_lag_s += usage.runner_lag_s
         if usage.psi_stall_s is not None:
             total.psi_stall_s = (total.psi_stall_s or 0.0) + usage.psi_stall_s
@@ -411,29 +415,42 @@ class Sandbox:
 
     def members(self) -> list[int]:
         """Pids of every live untrusted process."""
-        pids = []
+        return self._scan()[0]
+
+    def _scan(self) -> tuple[list[int], list[int]]:
+        """(members, starting): the pids of every live untrusted process, and, confined, of the runner's and the
+        worker zygote's children not yet switched to their uid. A starting process is on its way to becoming
+        the submission's (a worker, an action), so it waits for the CPU on the submission's behalf; nothing of
+        the submission's has run in it yet."""
+        members, starting = [], []
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
             pid = int(name)
-            if pid == os.getpid() or pid == 1:
+            if pid == os.getpid() or pid == 1 or pid in self._zygotes:
                 continue
             if self.confined:
-                if process_uid(pid) in self.uids:
-                    pids.append(pid)
+                ids = process_ids(pid)
+                if ids is None:
+                    continue
+                if ids[0] in self.uids:
+                    members.append(pid)
+                elif ids[1] == os.getpid() or ids[1] in self._zygotes:
+                    starting.append(pid)
             else:
                 st = _stat(pid)
                 if st is not None and st.session in self._sessions:
-                    pids.append(pid)
-        return pids
+                    members.append(pid)
+        return members, starting
 
-    def tick_members(self) -> list[int]:
-        """:meth:`members` for a tick of a :class:`Meter`. Confined it is the same scan (of the container's
-        few processes). Unconfined, a full scan reads every process on the host, so it runs at most every
+    def tick_members(self) -> tuple[list[int], list[int]]:
+        """:meth:`_scan` for a tick of a :class:`Meter`. Confined it is the same scan (of the container's few
+        processes). Unconfined, a full scan reads every process on the host, so it runs at most every
         :data:`FULL_SCAN_S`; the ticks in between reread the pids it found and the ones we spawned since,
-        keeping those still alive in our sessions."""
+        keeping those still alive in our sessions (none is ever starting: each is in its session from its
+        start)."""
         if self.confined:
-            return self.members()
+            return self._scan()
         now = time.monotonic()
         if now >= self._next_full_scan:
             self._next_full_scan = now + FULL_SCAN_S
@@ -441,7 +458,7 @@ class Sandbox:
         else:
             known = set(self._known) | {proc.pid for proc in self._procs}
             self._known = [pid for pid in known if (st := _stat(pid)) is not None and st.session in self._sessions]
-        return self._known
+        return self._known, []
 
     def any_runnable(self, pids: list[int]) -> bool:
         for pid in pids:
@@ -657,7 +674,7 @@ class Meter:
         """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes; unconfined,
         of the processes :meth:`Sandbox.tick_members` knows)."""
         usage = self.usage
-        members = self.sandbox.tick_members()
+        members, starting = self.sandbox.tick_members()
         now = time.monotonic()
         usage.runner_lag_s += max(0.0, now - self._last - self.LAG_ALLOWANCE_S)
         self._last = now
@@ -665,7 +682,9 @@ class Meter:
         cpu = self.sandbox.cpu_s(members)
         usage.cpu_s = max(0.0, cpu - self._cpu0)
         usage.samples += 1
-        if self.sandbox.any_runnable(members):
+        if members:
+            usage.present_samples += 1
+        if self.sandbox.any_runnable(members + starting):
             usage.runnable_samples += 1
         psi = psi_cpu_stall_s()
         if psi is not None and self._psi0 is not None:
@@ -697,7 +716,9 @@ class Outcome:
 
     ``kind`` is ``line`` (a line arrived on the channel), ``exited`` (the process ended, or closed its channel
     while we waited for a line), ``cpu``, ``wall``, ``starved`` (the wall limit fired while the host starved it),
-    ``output`` (it wrote more than allowed) or ``oom`` (the kernel's OOM killer struck in the sandbox)."""
+    ``output`` (it wrote more than allowed), ``oom`` (the kernel's OOM killer struck in the sandbox) or
+    ``stalled`` (a limit fired before any process of the submission existed: the runner's side, a worker zygote
+    that never forked the worker, say, held it up, so whatever the CPU and the clock say is not the submission's)."""
 
     def __init__(self, kind: str, usage: Usage, *, line: bytes | None = None, exit_code: int | None = None,
                  detail: str = ""):
@@ -865,6 +886,8 @@ class Supervised:
                 # the reading may already hold the next request's CPU, which must not fail this one.
                 if for_line and (line := self._line_arrived()) is not None:
                     return Outcome("line", usage, line=line)
+                if not usage.present_samples:
+                    return Outcome("stalled", usage)
                 memory = meter.memory_limit()
                 if memory is not None:
                     return Outcome("oom", usage, detail=memory)
@@ -931,7 +954,11 @@ class Supervised:
 
 def failure(outcome: Outcome, doing: str, limits: Limits) -> tuple[str, str]:
     """(error_type, message) for an outcome that is not a usable result. Raises HostOverloaded when the
-    wall-clock limit fired on a starved submission: nobody can be judged then."""
+    wall-clock limit fired on a starved submission (nobody can be judged then), RunnerStalled when a limit fired
+    before the submission had a process (the runner's own failure)."""
+    if outcome.kind == "stalled":
+        raise RunnerStalled(f"a time limit fired while {doing} after {outcome.usage.wall_s:.1f}s, before any process "
+                            f"of the submission had started: the runner's side never started it")
     if outcome.kind == "starved":
         raise HostOverloaded(f"the wall-clock limit fired while {doing} after {outcome.usage.wall_s:.1f}s (including "
                              f"grace for a starved submission), but the submission, runnable most of the time, got "
@@ -949,6 +976,10 @@ def failure(outcome: Outcome, doing: str, limits: Limits) -> tuple[str, str]:
 
 class HostOverloaded(Exception):
     """A wall-clock limit fired while the host starved the submission of CPU: nobody can be judged."""
+
+
+class RunnerStalled(Exception):
+    """A limit fired before any process of the submission existed: the runner's side held it up."""
 
 
 class BrokenTests(RuntimeError):

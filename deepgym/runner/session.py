@@ -168,7 +168,7 @@ def _run(sandbox: Sandbox, argv: list[str], *, uid: int, cwd: str, stdin: bytes,
     try:
         outcome = supervised.wait(sandbox.watch(), for_line=False, cpu_limit_s=timeout_s, wall_limit_s=timeout_s,
                                   output_limit=1 << 62)
-        return {"exit_code": outcome.exit_code, "timed_out": outcome.kind in ("cpu", "wall", "starved"),
+        return {"exit_code": outcome.exit_code, "timed_out": outcome.kind in ("cpu", "wall", "starved", "stalled"),
                 "stdout": supervised.text("stdout"), "stderr": supervised.text("stderr")[-2000:]}
     finally:
         supervised.close()
