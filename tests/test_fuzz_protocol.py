@@ -164,3 +164,55 @@ def test_a_line_of_megabytes_arrives_whole_and_the_bytes_after_it_stay_for_the_n
     found = _converse({"pieces": [[(ready + b"\n" + reply + b"\n").hex(), 1, 0, False]], "end": "exit",
                        "status": 0})
     assert isinstance(found[-1], Fault) and found[-1].error_type == "output_limit_exceeded", found
+
+
+def _batch(plan: dict, call_ids: list[str]) -> list:
+    """Read the worker's loading reply, then every call's reply of one batch, as run_calls does: every request
+    sent at once, each reply in the window from the previous one (Meter.successor)."""
+    outcomes = []
+    with _worker(plan) as process:
+        limits = dict(cpu_limit_s=LIMITS.case_cpu_s, wall_limit_s=LIMITS.case_wall_s,
+                      output_limit=LIMITS.output_kb * 1024)
+        loaded = _reply(process.wait(process.sandbox.watch(), for_line=True, **limits), "loading", None, LIMITS)
+        outcomes.append(loaded)
+        if isinstance(loaded, Fault):
+            return outcomes
+        meter = process.sandbox.watch()
+        send = b"".join(b'{"id": "%s"}\n' % call_id.encode() for call_id in call_ids)
+        for call_id in call_ids:
+            outcome = process.wait(meter, for_line=True, send=send, **limits)
+            send = b""
+            meter = meter.successor()
+            reply = _reply(outcome, "running the case", call_id, LIMITS)
+            outcomes.append(reply)
+            if isinstance(reply, Fault):
+                break
+    return outcomes
+
+
+batches = st.lists(st.one_of(st.integers(), st.text(max_size=30), st.lists(st.integers(), max_size=5)),
+                   min_size=1, max_size=8)
+
+
+@FUZZ
+@given(values=batches, cuts=st.lists(st.integers(min_value=0, max_value=1 << 16), max_size=8),
+       pause=st.sampled_from([0, 0, 0.01]))
+def test_a_batch_of_replies_in_any_pieces_comes_back_whole_and_in_order(values: list, cuts: list[int],
+                                                                         pause: float) -> None:
+    """However the worker's stream of replies is cut into writes, each call gets exactly its own reply."""
+    call_ids = [f"{index:016x}" for index in range(len(values))]
+    stream = ready + b"\n" + b"".join(json.dumps({"id": call_id, "ok": True, "value": value}).encode() + b"\n"
+                                      for call_id, value in zip(call_ids, values))
+    points = sorted({cut % len(stream) for cut in cuts} | {0, len(stream)})
+    plan = {"pieces": [[stream[a:b].hex(), 1, pause, False] for a, b in zip(points, points[1:])], "end": "exit",
+            "status": 0}
+    outcomes = _batch(plan, call_ids)
+    assert not isinstance(outcomes[0], Fault), outcomes[0]
+    assert [reply["value"] for reply in outcomes[1:]] == values, outcomes
+
+
+@FUZZ
+@given(plan=plans, count=st.integers(min_value=1, max_value=4))
+def test_any_bytes_in_a_batch_are_replies_or_the_submissions_fault(plan: dict, count: int) -> None:
+    for reply in _batch(plan, [CALL_ID] * count):
+        _charged(reply)
