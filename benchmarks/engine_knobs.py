@@ -31,7 +31,9 @@ from deepgym.images import image_name  # noqa: E402
 from deepgym.judging import sandbox_spec  # noqa: E402
 from deepgym.sandbox.docker import API_VERSION, container_settings  # noqa: E402
 
-# Each knob: a name, and what it changes in the host config of container_settings (None: the key removed).
+# Each knob: a name, and what it changes in the host config of container_settings (None: the key removed), or
+# in its create arguments for the keys of CREATE_KEYS.
+CREATE_KEYS = ("network_disabled",)
 KNOBS: dict[str, dict[str, object]] = {
     "sandbox": {},
     "no tmpfs /tmp": {"Tmpfs": None},
@@ -44,7 +46,8 @@ KNOBS: dict[str, dict[str, object]] = {
     "no no-new-privileges": {"SecurityOpt": None},
     "writable rootfs": {"ReadonlyRootfs": False},
     "log json-file": {"LogConfig": {"Type": "json-file", "Config": {}}},
-    "network bridge": {"NetworkMode": "bridge"},
+    "network allocated (none)": {"network_disabled": False},
+    "network bridge": {"NetworkMode": "bridge", "network_disabled": False},
     "no docker init": {"Init": False},
 }
 
@@ -61,7 +64,9 @@ def loop(api: docker.APIClient, spec, changes: dict[str, object], n: int, parall
         settings = container_settings(api, spec, {"deepgym-benchmark": "engine-knobs"}, attached=True)
         host_config = settings["host_config"]
         for key, value in changes.items():
-            if value is None:
+            if key in CREATE_KEYS:
+                settings[key] = value
+            elif value is None:
                 host_config.pop(key, None)
             else:
                 host_config[key] = value

@@ -15,7 +15,8 @@ wrong row cannot pass for a good one.
   (attached stdin, as strict mode sends it) and its report is classified: the engine doing a sample's work
   with none of deepgym's host side (no prewarm, no admission). ``engine`` measures what the engine costs;
   the gap from ``engine`` to ``engine-runner`` is the verifier's CPU in the container, and the gap from
-  ``engine-runner`` to ``strict`` is what deepgym's host side adds or saves.
+  ``engine-runner`` to ``strict`` is what deepgym's host side adds or saves (``benchmarks/process_cpu.py``
+  splits these rows' CPU by process, which other load on the host does not blur).
 - ``strict``: deepgym's docker mode, a fresh container per sample, prewarmed (the default).
 - ``strict-cold``: the same with every container started on demand (``DEEPGYM_DOCKER_PREWARM=0``).
 - ``docker-exec``: docker through the generic create-and-exec path (``DEEPGYM_DOCKER_EXEC=1``).

@@ -135,7 +135,13 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
 
     Processes start as ``spec.user`` (root, for the runner) holding only ``spec.capabilities`` (CAP_SETUID,
     CAP_SETGID and CAP_KILL, so the runner can hand the submission to its own unprivileged user and stop it);
-    the submission, once switched, holds no capability at all. Memory is memory and swap together."""
+    the submission, once switched, holds no capability at all. Memory is memory and swap together.
+
+    Without ``spec.network`` the engine allocates no network at all (``network_disabled``), not only none to
+    connect to: the container still gets a network namespace of its own, whose loopback runc brings up, but
+    libnetwork never sets it up, which skips its prestart hook (a re-run of the dockerd binary per container,
+    about 70 ms of CPU here, a quarter of the engine's cost of a container) and the engine's own /etc/hosts and
+    /etc/resolv.conf: ``localhost`` is then a name no resolver knows, 127.0.0.1 and ::1 work."""
     memory = f"{spec.memory_mb}m"
     host_config = api.create_host_config(
         network_mode="bridge" if spec.network else "none",
@@ -154,7 +160,7 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
         init=attached,
         auto_remove=not attached,
     )
-    return {"user": spec.user, "labels": labels, "host_config": host_config}
+    return {"user": spec.user, "labels": labels, "host_config": host_config, "network_disabled": not spec.network}
 
 
 @contextlib.contextmanager

@@ -151,7 +151,10 @@ def dns():
     socket.getaddrinfo('example.com', 80)
 found = {'interfaces': sorted(os.listdir('/sys/class/net'))}
 found['up'] = [n for n in found['interfaces'] if int(open('/sys/class/net/%s/flags' % n).read(), 16) & 1]
-for name, probe in [('tcp', tcp), ('udp', udp), ('dns', dns)]:
+def loopback():
+    server = socket.create_server(('127.0.0.1', 0))
+    socket.create_connection(server.getsockname(), timeout=2).close()
+for name, probe in [('tcp', tcp), ('udp', udp), ('dns', dns), ('loopback', loopback)]:
     try:
         probe()
         found[name] = 'open'
@@ -165,6 +168,7 @@ def test_no_network(target):
     target.only_isolated("no network: its commands use the host's interfaces, routes and resolver")
     found = json.loads(target.provider.run(target.spec(), target.py(NETWORK), options()).stdout)
     assert found["up"] == ["lo"] and "open" not in (found["tcp"], found["udp"], found["dns"]), found
+    assert found["loopback"] == "open", found  # a session's services and their health checks listen on it
     target.only_if_settable("interfaces")
     assert found["interfaces"] == ["lo"], found
 
