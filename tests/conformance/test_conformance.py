@@ -154,7 +154,9 @@ found['up'] = [n for n in found['interfaces'] if int(open('/sys/class/net/%s/fla
 def loopback():
     server = socket.create_server(('127.0.0.1', 0))
     socket.create_connection(server.getsockname(), timeout=2).close()
-for name, probe in [('tcp', tcp), ('udp', udp), ('dns', dns), ('loopback', loopback)]:
+def localhost():
+    socket.getaddrinfo('localhost', 80)
+for name, probe in [('tcp', tcp), ('udp', udp), ('dns', dns), ('loopback', loopback), ('localhost', localhost)]:
     try:
         probe()
         found[name] = 'open'
@@ -169,6 +171,7 @@ def test_no_network(target):
     found = json.loads(target.provider.run(target.spec(), target.py(NETWORK), options()).stdout)
     assert found["up"] == ["lo"] and "open" not in (found["tcp"], found["udp"], found["dns"]), found
     assert found["loopback"] == "open", found  # a session's services and their health checks listen on it
+    assert found["localhost"] == "open", found  # the name resolves, with or without an /etc/hosts of the engine's
     target.only_if_settable("interfaces")
     assert found["interfaces"] == ["lo"], found
 
