@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deepgym.runner import channels
+from deepgym.runner import channels, wire
 from deepgym.runner.channels import Fault
 from deepgym.runner.function import equal
 from deepgym.runner.patch import tampering
@@ -258,3 +258,54 @@ def test_values_shown_in_the_report(value: Any, limit: int) -> None:
 def test_control_characters_are_shown_not_obeyed() -> None:
     assert channels.plain("a\x1b[2J\x00\u202e\udc80\nb\tc") == "a\\x1b[2J\\x00\\u202e\\udc80\nb\tc"
     assert channels.head(b"\xff\x1b[31m ok") == "\ufffd\\x1b[31m ok"
+
+
+def _outcome(call: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    """What ``call`` gives: ("value", its result, NaN-safe) or (its exception's type and message)."""
+    try:
+        return "value", repr(call(*args, **kwargs))
+    except RecursionError:
+        return "RecursionError", None
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+texts = st.one_of(any_text, st.binary(max_size=64))
+
+
+@FUZZ
+@given(line=st.one_of(json_lines(values), json_lines(replies)), decoded=st.booleans(),
+       space=st.sampled_from(["", " ", "\t\n\r ", "\u00a0", "\ufeff"]))
+def test_wire_reads_json_as_json_does(line: bytes, decoded: bool, space: str) -> None:
+    """The runner's JSON reader (deepgym/runner/wire.py, json's own C scanner) against json.loads: the same
+    value, or the same error, for every line a hostile worker may write, as bytes and as text."""
+    data: str | bytes = space.encode("utf-8") + line + space.encode("utf-8")
+    if decoded:
+        data = data.decode("utf-8", "surrogateescape")
+    assert _outcome(wire.loads, data) == _outcome(json.loads, data)
+
+
+@FUZZ
+@given(data=st.one_of(texts, st.sampled_from([b"\xef\xbb\xbf1", "\ufeff1", "1".encode("utf-16"),
+                                              "[1]".encode("utf-32"), b"\x001", b"1\x00", b"", " ", "1 2"])))
+def test_wire_reads_any_input_as_json_does(data: str | bytes) -> None:
+    assert _outcome(wire.loads, data) == _outcome(json.loads, data)
+
+
+@FUZZ
+@given(value=st.one_of(values, st.builds(_Hostile), st.sets(st.integers(), max_size=3),
+                       st.dictionaries(st.one_of(st.integers(), st.floats(), st.booleans(), st.none()), scalars,
+                                       max_size=3),
+                       st.tuples(scalars, scalars)),
+       allow_nan=st.booleans())
+def test_wire_writes_json_as_json_does(value: Any, allow_nan: bool) -> None:
+    """The runner's JSON writer against json.dumps: the same text, or the same error."""
+    assert _outcome(wire.dumps, value, allow_nan=allow_nan) == _outcome(json.dumps, value, allow_nan=allow_nan)
+
+
+def test_wire_refuses_a_circular_value_and_then_encodes_the_next() -> None:
+    circular: list[Any] = []
+    circular.append(circular)
+    assert _outcome(wire.dumps, circular) == ("ValueError", "Circular reference detected")
+    shared = [1]
+    assert wire.dumps([shared, shared, {"a": shared}]) == json.dumps([shared, shared, {"a": shared}])

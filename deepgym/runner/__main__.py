@@ -129,5 +129,19 @@ def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool
     emit(DONE, heartbeat.facts())
     return 0
 
+
+def leave(code: int) -> None:
+    """End the process with ``code`` once stdout and stderr are flushed (120 when they cannot be, as Python
+    exits), without the interpreter's teardown of every module and object: nothing of the runner's is left
+    to finalise (its untrusted processes are killed, its folders removed, the zygote ends when its socket
+    closes), and the teardown costs a fresh runner milliseconds of CPU per sample."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = 120
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

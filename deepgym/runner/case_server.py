@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from . import fdpass
 from .channels import Fault
 from .forked import hand_off
 from .program import case_result
@@ -41,10 +41,10 @@ class CaseServer:
     def __init__(self, sandbox: Sandbox, limits: Limits, script: Path, preload: tuple[str, ...]):
         self.sandbox, self.limits, self.script, self.preload = sandbox, limits, script, preload
         self._zygote: subprocess.Popen[bytes] | None = None
-        self._control: socket.socket | None = None
+        self._control: fdpass.Socket | None = None
 
     def _start(self) -> None:
-        control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        control, theirs = fdpass.socketpair()
         limits = self.limits
         argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.zygote", str(limits.memory_mb), str(limits.nofile),
                 str(math.ceil(limits.total_cpu_s) + 1), str(self.script), str(theirs.fileno()), ",".join(self.preload),

@@ -20,14 +20,14 @@ runner's own bugs, past these functions, may become ``verifier_error``.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 
+from . import wire
 from .protocol import Record
 
 TYPE_CHECKING = False  # typing and dataclasses are not imported at start-up: their milliseconds are paid per sample
 if TYPE_CHECKING:
+    import re
     from typing import Any, TypedDict
 
 SUMMARY_CHARS = 200
@@ -43,6 +43,20 @@ MAX_PATH_PARTS = 16
 MAX_DIFF_FILES = 1000
 # The only error types a worker may claim: it is the submission's process, so anything else is a lie.
 WORKER_ERROR_TYPES = ("solution_error", "solution_oom")
+
+
+def _compiled(pattern: str | bytes) -> re.Pattern:
+    """``pattern`` compiled, on first use (re caches it): re and the enums it imports cost a fresh runner
+    milliseconds of CPU, and a function task's runner parses no diff and no program output."""
+    import re
+
+    return re.compile(pattern)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HUNK_HEADER":  # the hunk header pattern compiled, as the host's extractor reads it
+        return _compiled(HUNK_HEADER_PATTERN)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Fault(Record):
@@ -73,7 +87,7 @@ def _bounded(raw: str, limit: int) -> str:
 def shown(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """A value as the report shows it: its JSON, at most ``limit`` characters, never raising."""
     try:
-        raw = json.dumps(value)
+        raw = wire.dumps(value)
     except (TypeError, ValueError, RecursionError):
         raw = f"<unprintable {type(value).__name__}>"
     return _bounded(raw, limit)
@@ -110,9 +124,10 @@ def source(text: str, error_type: str, scratch_bytes: int) -> bytes | Fault:
 # ---------------------------------------------------------------------------------------------------- the diff
 
 # Counts of at most 9 ASCII digits: a longer one is no hunk header (int() would refuse over 4300 digits), and
-# \d would also take other scripts' digits. The host's extractor (deepgym/extract.py) reads hunks by this too.
-HUNK_HEADER = re.compile(r"^@@ -[0-9]{1,9}(?:,(?P<old>[0-9]{1,9}))? \+[0-9]{1,9}(?:,(?P<new>[0-9]{1,9}))? @@")
-_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
+# \d would also take other scripts' digits. The host's extractor (deepgym/extract.py) reads hunks by this too
+# (HUNK_HEADER, compiled).
+HUNK_HEADER_PATTERN = r"^@@ -[0-9]{1,9}(?:,(?P<old>[0-9]{1,9}))? \+[0-9]{1,9}(?:,(?P<new>[0-9]{1,9}))? @@"
+_GIT_HEADER = r"^diff --git (\S+) (\S+)$"
 _EXTENDED = ("index ", "similarity index ", "dissimilarity index ", "rename from ", "rename to ", "copy from ",
              "copy to ", "old mode ", "new mode ", "new file mode ", "deleted file mode ")
 # Lines that GNU patch would read as file names or another diff format: refused, so that nothing can reach
@@ -205,7 +220,7 @@ def _parse_diff(text: str) -> list[FilePatch]:
     i = 0
     while i < len(lines) and len(files) <= MAX_DIFF_FILES:
         line = lines[i]
-        git_header = _GIT_HEADER.match(line)
+        git_header = _compiled(_GIT_HEADER).match(line)
         if git_header:
             current, headers = FilePatch(), False
             files.append(current)
@@ -222,7 +237,7 @@ def _parse_diff(text: str) -> list[FilePatch]:
         elif line.startswith("+++ "):
             raise _Refused("invalid_patch", f"line {i + 1}: a '+++ ' file header without its '--- ' line")
         elif line.startswith("@@"):
-            match = HUNK_HEADER.match(line)
+            match = _compiled(HUNK_HEADER_PATTERN).match(line)
             if current is None or not headers or match is None:
                 raise _Refused("invalid_patch", f"line {i + 1} is not a valid hunk header or has no file header: "
                                                 f"{line[:80]!r}")
@@ -263,10 +278,10 @@ def _parse_diff(text: str) -> list[FilePatch]:
 # ---------------------------------------------------------------------------------------------------- JSON lines
 
 def _json_line(line: bytes) -> Any | Fault:
-    """One line as strict UTF-8 JSON (NaN and Infinity allowed, as the worker's json.dumps writes them),
+    """One line as strict UTF-8 JSON (NaN and Infinity allowed, as the worker's wire.dumps writes them),
     nesting at most MAX_DEPTH levels; a Fault(solution_error) otherwise."""
     try:
-        value = json.loads(line.decode("utf-8"))
+        value = wire.loads(line.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError; so is an int of 4300+ digits
         return Fault("solution_error", "not a line of UTF-8 JSON within the parser's limits")
     stack = [(value, 1)]
@@ -365,13 +380,13 @@ def _is_int(value: Any) -> bool:
 
 # ---------------------------------------------------------------------------------------------------- programs
 
-_NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NUMBER = rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 
 def _number(token: bytes) -> float | None:
     """A token as a finite number, or None. Only plain decimal notation: float() would also take ``1_0``,
     ``nan`` and ``infinity``."""
-    if not _NUMBER.fullmatch(token):
+    if not _compiled(_NUMBER).fullmatch(token):
         return None
     value = float(token)
     return value if math.isfinite(value) else None

@@ -10,11 +10,9 @@ checks are the runner's, exactly as for a spawned worker (:class:`Sandbox`).
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import subprocess
 
+from . import fdpass, wire
 from .sandbox import KILL_WAIT_S
 
 
@@ -22,27 +20,28 @@ class Forked:
     """A zygote's child (a program's case, a worker) as :class:`Supervised` sees a process: its output pipes,
     and ``wait``, which reads the zygote's reply (the child's exit status)."""
 
-    def __init__(self, stdout_fd: int, stderr_fd: int, control: socket.socket):
+    def __init__(self, stdout_fd: int, stderr_fd: int, control: fdpass.Socket):
         self.stdout = os.fdopen(stdout_fd, "rb", buffering=0)
         self.stderr = os.fdopen(stderr_fd, "rb", buffering=0)
         self._control = control
         self.returncode: int | None = None
 
-    def wait(self, timeout: float | None = None) -> int:
-        """The child's exit status; raises TimeoutExpired when the zygote gives none (it died, or wrote
-        something else)."""
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The child's exit status, or None when the zygote gives none within ``timeout`` (it died, or wrote
+        something else). Unlike ``Popen.wait`` it does not raise, so that a function task's runner never
+        imports subprocess."""
         if self.returncode is not None:
             return self.returncode
         self._control.settimeout(timeout)
         try:
-            reply = json.loads(self._control.recv(4096))
+            reply = wire.loads(self._control.recv(4096))
         except (OSError, ValueError):
             reply = None
         finally:
             self._control.settimeout(None)
         code = reply.get("exit") if isinstance(reply, dict) else None
         if type(code) is not int or not -64 <= code <= 255:
-            raise subprocess.TimeoutExpired("zygote", timeout or 0.0)
+            return None
         self.returncode = code
         return code
 
@@ -66,9 +65,9 @@ class Workers:
 
     def connect(self) -> WorkerConnection:
         """A connection for one sample: the zygote serves it until it closes (the sample's runner exits)."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = fdpass.socketpair()
         try:
-            socket.send_fds(self._master, [b"connect"], [theirs.fileno()])
+            fdpass.send_fds(self._master, [b"connect"], [theirs.fileno()])
         except BaseException:
             ours.close()
             raise
@@ -87,7 +86,7 @@ class Workers:
 class WorkerConnection:
     """One sample's connection to the worker zygote: :meth:`fork` starts a worker, one at a time."""
 
-    def __init__(self, pid: int, control: socket.socket):
+    def __init__(self, pid: int, control: fdpass.Socket):
         self.pid = pid
         self.control = control
         self._last: Forked | None = None
@@ -99,17 +98,15 @@ class WorkerConnection:
         :attr:`control`. Raises OSError when the zygote does not serve (it died, or its last worker's end is
         not reported): the runner's failure, never the submission's, since its last worker was killed."""
         if self._last is not None:
-            try:
-                self._last.wait(timeout=KILL_WAIT_S)
-            except subprocess.TimeoutExpired:
-                raise OSError("the worker zygote did not report the end of the last worker") from None
+            if self._last.wait(timeout=KILL_WAIT_S) is None:
+                raise OSError("the worker zygote did not report the end of the last worker")
             self._last = None
-        message = json.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env}).encode()
+        message = wire.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env}).encode()
         self._last = hand_off(self.control, message, os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), fds)
         return self._last
 
 
-def hand_off(control: socket.socket, message: bytes, stdin: int, extra_fds: tuple[int, ...] = (), *,
+def hand_off(control: fdpass.Socket, message: bytes, stdin: int, extra_fds: tuple[int, ...] = (), *,
              zygote_may_be_gone: bool = False) -> Forked:
     """Ask the zygote on ``control`` for a child: send ``message`` with ``stdin`` (which this takes over and
     closes), the write ends of a fresh stdout and stderr pipe, and ``extra_fds``; return the :class:`Forked`
@@ -124,7 +121,7 @@ def hand_off(control: socket.socket, message: bytes, stdin: int, extra_fds: tupl
             ours.append(read_end)
             theirs.append(write_end)
         try:
-            socket.send_fds(control, [message], [*theirs, *extra_fds])
+            fdpass.send_fds(control, [message], [*theirs, *extra_fds])
         except OSError:
             if not zygote_may_be_gone:
                 raise

@@ -14,12 +14,11 @@ The loop that drives a worker (:func:`run_calls`) also judges a patch task's pro
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 
-from . import hidden_cases
+from . import hidden_cases, wire
 from .channels import Fault, Reply, shown, worker_reply
 from .protocol import Limits
 from .sandbox import Budget, Meter, Outcome, Sandbox, Supervised, Usage, Workspace, failure
@@ -84,7 +83,7 @@ class Worker:
         """Send one request line (none when ``message`` is None) and wait for the next line under the case's
         limits."""
         meter = self.process.sandbox.watch()
-        send = b"" if message is None else json.dumps(message).encode() + b"\n"
+        send = b"" if message is None else wire.dumps(message).encode() + b"\n"
         return self.reply(meter, limits, cpu_limit_s, send)
 
     def reply(self, meter: Meter, limits: Limits, cpu_limit_s: float, send: bytes = b"") -> Outcome:
@@ -152,7 +151,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                 cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
                 # os.urandom: as secrets.token_hex, without importing hmac and hashlib
                 call_ids = {later: os.urandom(8).hex() for later in range(index, len(cases))}
-                send = b"".join(json.dumps({"id": call_ids[later], **request_of(cases[later])}).encode() + b"\n"
+                send = b"".join(wire.dumps({"id": call_ids[later], **request_of(cases[later])}).encode() + b"\n"
                                 for later in call_ids)
                 meter = sandbox.watch()
             assert meter is not None

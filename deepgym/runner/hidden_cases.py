@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import binascii
 import importlib.util
-import json
 import os
 import sys
 from types import ModuleType
+
+from . import wire
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def _stored(env_dir: str, variant: int) -> dict[str, Any] | None:
     """The stored cases of ``variant`` when its file exists and was made from this very ``cases.py``, else None."""
     try:
         with open(os.path.join(env_dir, CASES_FILE.format(variant=int(variant))), "rb") as f:
-            stored = json.load(f)
+            stored = wire.loads(f.read())
     except (OSError, ValueError):
         return None
     if not isinstance(stored, dict) or stored.get("source") != _source_stamp(env_dir):
@@ -90,13 +91,13 @@ def bake(env_dir: str, variants: int) -> int:
     stored = 0
     for variant in range(variants):
         cases = hidden.cases(variant)
-        if json.loads(json.dumps(cases)) != cases:
+        if wire.loads(wire.dumps(cases)) != cases:
             print(f"hidden_cases: variant {variant}'s cases do not survive JSON; the runner will compute them",
                   file=sys.stderr)
             continue
         path = os.path.join(env_dir, CASES_FILE.format(variant=variant))
         with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            json.dump({**facts, "cases": cases}, f)
+            f.write(wire.dumps({**facts, "cases": cases}))
         stored += 1
     return stored
 

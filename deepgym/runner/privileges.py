@@ -15,12 +15,12 @@ needs no ``CAP_CHOWN`` or ``CAP_DAC_OVERRIDE``.
 
 from __future__ import annotations
 
+import _signal  # signal's C module: signal.py builds three enums at import, milliseconds per fresh runner
 import contextlib
 import ctypes
 import errno
 import os
 import select
-import signal
 import stat
 import time
 
@@ -143,9 +143,9 @@ def as_user(uid: int, action: Callable[[], int], timeout_s: float = 5.0) -> int:
             os._exit(code)
     code = reap(pid, timeout_s)
     if code is None:
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, _signal.SIGKILL)
         os.waitpid(pid, 0)
-        return -signal.SIGKILL
+        return -_signal.SIGKILL
     return code
 
 
@@ -195,7 +195,7 @@ def reap(pid: int, timeout_s: float) -> int | None:
 def _kill_everything_of_mine() -> int:
     """As a submission's uid: SIGKILL every process of this uid but the caller, in one sweep."""
     try:
-        os.kill(-1, signal.SIGKILL)
+        os.kill(-1, _signal.SIGKILL)
     except ProcessLookupError:  # none left
         pass
     return 0
@@ -247,24 +247,39 @@ def make_dir(uid: int, path: str, mode: int) -> str | None:
     return None
 
 
-def _remove_tree(path: str) -> None:
-    """Make every folder writable and searchable again (the submission may have locked them), then remove it
-    all. Symlinks are never followed."""
+def remove_tree(path: str) -> None:
+    """Remove ``path`` and everything in it, as far as this thread's file rights allow, never raising.
+
+    Each folder is made writable and searchable again before it is read (the submission may have locked
+    them), files and symlinks are unlinked as they are found (a symlink is never followed, ``path`` itself
+    included), and the folders go last, deepest first. Iterative, so that no depth of folders exhausts the
+    runner's stack, and by hand rather than with shutil.rmtree, whose imports (its compression modules) cost
+    a fresh runner more than the removal."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        _ignore_errors(os.unlink, path)
+        return
+    folders = [path]  # each after its parent: removed in reverse, every folder is empty when its turn comes
+    for folder in folders:
+        _ignore_errors(lambda name: os.chmod(name, 0o700), folder)
+        try:
+            with os.scandir(folder) as entries:
+                found = [(entry.path, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        except OSError:
+            continue
+        for name, is_folder in found:
+            if is_folder:
+                folders.append(name)
+            else:
+                _ignore_errors(os.unlink, name)
+    for folder in reversed(folders):
+        _ignore_errors(os.rmdir, folder)
+
+
+def _ignore_errors(action: Callable[[str], None], path: str) -> None:
     try:
-        os.chmod(path, 0o700)
+        action(path)
     except OSError:
         pass
-    for root, dirs, _files in os.walk(path, onerror=lambda _exc: None):
-        for name in dirs:
-            folder = os.path.join(root, name)
-            try:
-                if not os.path.islink(folder):
-                    os.chmod(folder, 0o700)
-            except OSError:
-                pass
-    import shutil  # only here: it is among the costlier imports of a runner's start
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_dir(uid: int, path: str) -> None:
@@ -272,4 +287,4 @@ def remove_dir(uid: int, path: str) -> None:
     changes the tree while it is removed)."""
     if os.path.lexists(path):
         with file_rights(uid):
-            _remove_tree(path)
+            remove_tree(path)

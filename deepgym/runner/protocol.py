@@ -26,9 +26,10 @@ code conventions (:func:`deepgym.verdict.classify`).
 
 from __future__ import annotations
 
-import json
 import math
 import posixpath
+
+from . import wire
 
 TYPE_CHECKING = False  # typing and dataclasses are not imported at start-up: their milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -256,11 +257,11 @@ class Request(Record):
     def to_json(self) -> str:
         data = {name: getattr(self, name) for name in self.FIELDS}
         data["limits"] = self.limits.to_dict()
-        return json.dumps(data)
+        return wire.dumps(data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Request:
-        data = json.loads(text)
+        data = wire.loads(text)
         data["limits"] = Limits.from_dict(data.get("limits", {}))
         return cls(**data)
 
@@ -268,7 +269,7 @@ class Request(Record):
 def event_line(nonce: str, event: str, payload: dict[str, Any] | None = None) -> str:
     """One line of the runner's stdout protocol, newline included."""
     body = {"event": event, **(payload or {})}
-    return f"{MARKER} {nonce} {json.dumps(body, allow_nan=False)}\n"
+    return f"{MARKER} {nonce} {wire.dumps(body, allow_nan=False)}\n"
 
 
 def parse_events(stdout: bytes, nonce: str) -> list[dict[str, Any]]:
@@ -280,7 +281,7 @@ def parse_events(stdout: bytes, nonce: str) -> list[dict[str, Any]]:
         if not line.startswith(prefix):
             continue
         try:
-            event = json.loads(line[len(prefix):])
+            event = wire.loads(line[len(prefix):])
         except ValueError:
             event = None
         events.append(event if isinstance(event, dict) else {"event": "malformed"})

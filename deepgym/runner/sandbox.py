@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import functools
 import os
+import _signal  # signal's C module: signal.py builds three enums at import, milliseconds per fresh runner
 import selectors
-import signal
-import subprocess
 import threading
 import time
 
-from .privileges import await_exits, kill_uid, make_dir, remove_dir
+from .privileges import await_exits, kill_uid, make_dir, remove_dir, remove_tree
 from .protocol import DEFAULT_UID, Limits, Record
 
+# subprocess is imported where a process is spawned (Sandbox.spawn), not at start-up: a function task's
+# workers are forked by the worker zygote, and with its locale import it costs every such runner milliseconds.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
+
     from .forked import Forked, WorkerConnection
 
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
@@ -385,9 +388,12 @@ class Sandbox:
         self._psi0 = psi_cpu_stall_s()
 
     def spawn(self, argv: list[str], *, pass_fds: tuple[int, ...] = (), cwd: str = "/",
-              stdin: int | None = subprocess.DEVNULL, uid: int | None = None) -> subprocess.Popen[bytes]:
+              stdin: int | None = None, uid: int | None = None) -> subprocess.Popen[bytes]:
         """Start an untrusted process with piped stdout/stderr, a clean environment and its own session, as
-        ``uid`` (default: the submission's) when confined. Raises OSError when it cannot start."""
+        ``uid`` (default: the submission's) when confined, reading ``stdin`` (a descriptor; None: /dev/null).
+        Raises OSError when it cannot start."""
+        import subprocess
+
         extra = {}
         uid = self.uid if uid is None else uid
         if self.confined:
@@ -396,8 +402,8 @@ class Sandbox:
         if uid in self.homes:
             env["HOME"] = env["TMPDIR"] = self.homes[uid]
         proc = subprocess.Popen(
-            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=pass_fds,
-            cwd=cwd, env=env, start_new_session=True, close_fds=True, **extra,
+            argv, stdin=subprocess.DEVNULL if stdin is None else stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=pass_fds, cwd=cwd, env=env, start_new_session=True, close_fds=True, **extra,
         )
         self._procs.append(proc)
         self._sessions.add(proc.pid)
@@ -572,9 +578,9 @@ class Sandbox:
             # First from the runner itself, through pidfds: this needs no new process, so it works while the
             # submission still holds every byte of the sandbox's memory or every pid (a fork under a full
             # memory cgroup would make the OOM killer choose between the runner and its copy).
-            for pidfd in self._signal_members(signal.SIGSTOP):
+            for pidfd in self._signal_members(_signal.SIGSTOP):
                 os.close(pidfd)
-            killed = self._signal_members(signal.SIGKILL)
+            killed = self._signal_members(_signal.SIGKILL)
             try:
                 await_exits(killed, SWEEP_SETTLE_S)
             finally:
@@ -591,12 +597,12 @@ class Sandbox:
         # process of a session we started is killed, then each session's group.
         for pid in self.members():
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, _signal.SIGKILL)
             except OSError:
                 pass
         for sid in self._sessions:
             try:
-                os.killpg(sid, signal.SIGKILL)
+                os.killpg(sid, _signal.SIGKILL)
             except OSError:
                 pass
 
@@ -614,7 +620,7 @@ class Sandbox:
                 continue
             try:
                 if process_uid(pid) in self.uids:
-                    signal.pidfd_send_signal(pidfd, sig)
+                    _signal.pidfd_send_signal(pidfd, sig)
                     pinned.append(pidfd)
                     continue
             except OSError:
@@ -659,7 +665,8 @@ class Meter:
     # A tick is due every Supervised.POLL_S; time beyond this between two ticks is the runner running late.
     LAG_ALLOWANCE_S = 0.05
 
-    def __init__(self, sandbox: Sandbox, start: tuple[float, float, float | None, int | None] | None = None):
+    def __init__(self, sandbox: Sandbox, start: tuple[float, float, float | None, int | None] | None = None,
+                 limit_hits: int | None = None):
         self.sandbox = sandbox
         self.usage = Usage()
         if start is None:
@@ -668,7 +675,7 @@ class Meter:
         self._wall0, self._cpu0, self._psi0, self._oom0 = start
         self._last = self._wall0
         self._latest = start
-        self._limit_hits0 = sandbox.memory_limit_hits()
+        self._limit_hits0 = sandbox.memory_limit_hits() if limit_hits is None else limit_hits
 
     def tick(self) -> Usage:
         """Update and return the usage so far (cheap: a /proc scan of the sandbox's few processes; unconfined,
@@ -698,8 +705,10 @@ class Meter:
     def successor(self) -> Meter:
         """The meter of the next window, starting where this one's last tick ended (at its start, without a
         tick), without measuring again: the next reply of a batch (:meth:`Supervised.wait`). The windows are
-        contiguous, so their CPU adds up to what the sandbox used, however the replies fell into them."""
-        return Meter(self.sandbox, self._latest)
+        contiguous, so their CPU adds up to what the sandbox used, however the replies fell into them. A window
+        that ended without a tick (its reply had come with an earlier one) hands on its start, memory limit
+        hits included: read again, they would cost two cgroup reads per case of a batch."""
+        return Meter(self.sandbox, self._latest, None if self.usage.samples else self._limit_hits0)
 
     def memory_limit(self) -> str | None:
         """How the submission ran into a memory limit during this window, or None. Read once, when a time
@@ -764,7 +773,8 @@ class Supervised:
         if requests_fd is not None:
             os.set_blocking(requests_fd, False)
         self._pidfd = None
-        self._exit_watched = exit_fd is not None
+        self._forked = exit_fd is not None
+        self._exit_watched = self._forked
         if exit_fd is not None:
             self.selector.register(exit_fd, selectors.EVENT_READ, "exit")
         elif hasattr(os, "pidfd_open"):
@@ -913,9 +923,8 @@ class Supervised:
 
     def _exited(self, usage: Usage) -> Outcome:
         """The process ended (or closed its channel): collect its status and whatever output is left."""
-        try:
-            code = self.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+        code = self._exit_status(1.0)
+        if code is None:
             return Outcome("exited", usage, detail="closed its channel to the runner")
         # Drain what is left, for a moment only: a detached grandchild may keep writing forever.
         until = time.monotonic() + self.DRAIN_S
@@ -937,6 +946,19 @@ class Supervised:
         if code < 0:
             return Outcome("exited", usage, exit_code=code, detail=f"was killed by signal {-code}")
         return Outcome("exited", usage, exit_code=code, detail=f"exited with status {code}")
+
+    def _exit_status(self, timeout_s: float) -> int | None:
+        """The process's exit status, waiting up to ``timeout_s``; None when it gives none by then. A zygote's
+        child (:class:`forked.Forked`) answers None itself; a Popen raises, and exists only where subprocess was
+        imported to spawn it."""
+        if self._forked:
+            return self.proc.wait(timeout_s)
+        import subprocess
+
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
 
     def close(self) -> None:
         self.selector.close()
@@ -1028,13 +1050,11 @@ class Workspace(Record):
 
     def remove(self, sandbox: Sandbox) -> None:
         """Remove every folder, each with its owner's rights. Call after :meth:`Sandbox.kill_all`."""
-        import shutil  # here, not at start-up: with its compression modules it is a noticeable share of a sample
-
-        shutil.rmtree(self.runner, ignore_errors=True)
+        remove_tree(self.runner)
         for uid, path in ((sandbox.uid, self.scratch), (sandbox.applier_uid, self.applier)):
             if path is None:
                 continue
             if sandbox.confined:
                 remove_dir(uid, path)
             else:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)

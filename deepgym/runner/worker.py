@@ -24,11 +24,12 @@ functions; the runner treats whatever comes back as untrusted data.
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import sys
 import types
+
+from . import wire
 
 TYPE_CHECKING = False  # typing is not imported at start-up: a worker starts once per sample at least
 if TYPE_CHECKING:
@@ -83,21 +84,21 @@ def serve(requests_fd: int, replies_fd: int, load: Callable[[dict], Callable[[di
     replies = os.fdopen(replies_fd, "wb")
 
     def send(message: dict) -> None:
-        replies.write(json.dumps(message).encode() + b"\n")
+        replies.write(wire.dumps(message).encode() + b"\n")
         replies.flush()
 
     try:
-        call = load(json.loads(requests.readline()))
+        call = load(wire.loads(requests.readline()))
     except BaseException as exc:  # noqa: BLE001 - SystemExit and friends are the submission's too
         send({"event": "load_error", "error_type": error_type(exc), "error": describe(exc)})
         return
     send({"event": "ready"})
     for line in requests:
-        request = json.loads(line)
+        request = wire.loads(line)
         try:
-            encoded = json.dumps({"id": request["id"], "ok": True, "value": call(request)})
+            encoded = wire.dumps({"id": request["id"], "ok": True, "value": call(request)})
         except BaseException as exc:  # noqa: BLE001
-            encoded = json.dumps({"id": request["id"], "ok": False, "error_type": error_type(exc),
+            encoded = wire.dumps({"id": request["id"], "ok": False, "error_type": error_type(exc),
                                   "raises": type(exc).__name__, "error": describe(exc)})
         replies.write(encoded.encode() + b"\n")
         replies.flush()
@@ -198,7 +199,7 @@ class _Reporter:
         self.out = os.fdopen(fd, "w", buffering=1)
 
     def _send(self, **message) -> None:
-        self.out.write(json.dumps(message) + "\n")
+        self.out.write(wire.dumps(message) + "\n")
 
     def pytest_collection_finish(self, session) -> None:
         self._send(event="collected", count=len(session.items))

@@ -38,21 +38,18 @@ zygote. Its replies are the submission's data to the runner, like a worker's.
 
 from __future__ import annotations
 
-import array  # noqa: F401 - socket.recv_fds needs it: imported before any case runs
+import _signal  # signal's C module: signal.py builds three enums at import, milliseconds per fresh runner
 import atexit
 import builtins
 import ctypes
 import fcntl
 import importlib
-import json
 import os
 import resource
-import signal
-import socket
 import sys
 import types
 
-from . import worker
+from . import fdpass, wire, worker
 from .worker import confine
 
 TYPE_CHECKING = False
@@ -130,7 +127,7 @@ def _run_case(path: str, code: types.CodeType | None, error: BaseException | Non
     return 0
 
 
-def fork_per_request(control: socket.socket, count: int, child: Callable[[dict, list[int]], None],
+def fork_per_request(control: fdpass.Socket, count: int, child: Callable[[dict, list[int]], None],
                      sweep: bool) -> None:
     """The loop of both zygotes: per message on ``control`` (a JSON object with ``count`` descriptors), fork a
     child that runs ``child(message, descriptors)`` and never returns, wait for it, with ``sweep`` kill every
@@ -138,11 +135,11 @@ def fork_per_request(control: socket.socket, count: int, child: Callable[[dict, 
     malformed."""
     while True:
         try:
-            message, fds, _flags, _address = socket.recv_fds(control, MAX_MESSAGE, count)
+            message, fds, _flags, _address = fdpass.recv_fds(control, MAX_MESSAGE, count)
         except OSError:
             return None
         try:
-            request = json.loads(message) if message and len(fds) == count else None
+            request = wire.loads(message) if message and len(fds) == count else None
         except ValueError:
             request = None
         if not isinstance(request, dict):
@@ -158,11 +155,11 @@ def fork_per_request(control: socket.socket, count: int, child: Callable[[dict, 
         _, status = os.waitpid(pid, 0)
         if sweep:
             try:
-                os.kill(-1, signal.SIGKILL)  # every process of this user but the zygote itself
+                os.kill(-1, _signal.SIGKILL)  # every process of this user but the zygote itself
             except ProcessLookupError:
                 pass
         try:
-            control.send(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode())
+            control.send(wire.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode())
         except OSError:
             return None
 
@@ -188,7 +185,7 @@ def _case_child(path: str, code: types.CodeType | None, error: BaseException | N
                 _set_dumpable(libc, True)  # as any process is: /proc/self stays its own
             except OSError:
                 pass  # still hidden, which only the child itself can notice
-            signal.pthread_sigmask(signal.SIG_SETMASK, ())
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
             status = _run_case(path, code, error)
         finally:
             _finish(status)
@@ -196,7 +193,7 @@ def _case_child(path: str, code: types.CodeType | None, error: BaseException | N
     return child
 
 
-def serve(control: socket.socket, libc: ctypes.CDLL, path: str, code: types.CodeType | None,
+def serve(control: fdpass.Socket, libc: ctypes.CDLL, path: str, code: types.CodeType | None,
           error: BaseException | None, sweep: bool) -> None:
     """Fork one child per case until the runner closes the socket (a child never returns)."""
     fork_per_request(control, STDIO, _case_child(path, code, error, libc), sweep)
@@ -235,22 +232,22 @@ def _worker_child(request: dict, fds: list[int]) -> None:
         os._exit(status & 0xFF if isinstance(status, int) else 1)
 
 
-def serve_workers(master: socket.socket) -> None:
+def serve_workers(master: fdpass.Socket) -> None:
     """The worker zygote's life: per connection that arrives on ``master`` (one per sample), fork a worker per
     request on it until it closes; end when ``master`` closes."""
     while True:
         try:
-            message, fds, _flags, _address = socket.recv_fds(master, MAX_MESSAGE, 1)
+            message, fds, _flags, _address = fdpass.recv_fds(master, MAX_MESSAGE, 1)
         except OSError:
             return
         if message != b"connect" or len(fds) != 1:
             return
-        connection = socket.socket(fileno=fds[0])
+        connection = fdpass.from_fd(fds[0])
         fork_per_request(connection, WORKER_FDS, _worker_child, sweep=False)
         connection.close()
 
 
-def start_workers() -> tuple[int, socket.socket]:
+def start_workers() -> tuple[int, fdpass.Socket]:
     """Fork the worker zygote from this process (the runner, before it has read any request; warm mode's
     server, before it has read the first) and return its pid and the master socket to it.
 
@@ -259,7 +256,7 @@ def start_workers() -> tuple[int, socket.socket]:
     runner's privileges as the runner does, and is not dumpable. It stays root, so no submission's uid can
     signal it, trace it or open its descriptors; the children it forks switch to the request's uid before
     anything of the submission's runs."""
-    master, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    master, theirs = fdpass.socketpair()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -290,10 +287,10 @@ def main(argv: list[str]) -> int:
     confine(int(memory_mb), int(nofile), int(cpu_s))
     libc = ctypes.CDLL(None, use_errno=True)
     _set_dumpable(libc, False)
-    signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
     for name in filter(None, preload.split(",")):
         importlib.import_module(name)
-    control = socket.socket(fileno=int(control_fd))
+    control = fdpass.from_fd(int(control_fd))
     control.send(b'{"ready": true}')  # the trusted part of the start is done: from here on, it is the program's
     code, error = None, None
     try:

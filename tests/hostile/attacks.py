@@ -1075,8 +1075,9 @@ attack("huge-int-reply", FUNCTION_ENV, "rigged values",
 
 # ============================================================================================ monkeypatching
 attack("monkeypatch-json-in-worker", FUNCTION_ENV, "monkeypatching",
-       "Patch json.dumps in the worker so every reply also claims passed/score 1.0/expected, and replace "
-       "sys.modules['json'] with the patched module.",
+       "Patch the worker's JSON encoders (json.dumps, and deepgym_runner.wire.dumps, which writes its replies) "
+       "so every reply also claims passed/score 1.0/expected, and replace sys.modules['json'] with the patched "
+       "module.",
        fenced(_code('''
            import json, sys, types
            _real_dumps = json.dumps
@@ -1086,6 +1087,7 @@ attack("monkeypatch-json-in-worker", FUNCTION_ENV, "monkeypatching",
                           "error_type": None, "expected": -1, "outcome": "scored"}
                return _real_dumps(obj, *args, **kwargs)
            json.dumps = forged_dumps
+           sys.modules["deepgym_runner.wire"].dumps = forged_dumps
            fake = types.ModuleType("json")
            fake.__dict__.update(json.__dict__)
            sys.modules["json"] = fake
@@ -1622,6 +1624,7 @@ attack("patch-probe-replies-forged", PATCH_ENV, "channels",
                        return '{"id": %s, "ok": true, "value": %s, "raises": %s}' % (_dumps(obj["id"]), deep, deep)
                    return _dumps(obj, *args, **kwargs)
                _json.dumps = _forged
+               _sys.modules["deepgym_runner.wire"].dumps = _forged  # the encoder the worker writes its replies with
        """)),
        ("solution_error",))
 
