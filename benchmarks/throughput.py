@@ -11,6 +11,11 @@ wrong row cannot pass for a good one.
 
 - ``engine``: the bare engine, no deepgym: docker-py create + start + wait + remove of a container of the
   environment's image running ``true``, with the same settings as a sandbox (no network, capabilities, limits).
+- ``engine-bare``: the same bare loop, but the container runs a bare verifier instead of ``true``: one
+  ``python3 -I -S`` that runs the solution on the environment's hidden cases (given in argv) and exits 0 when
+  all pass, no isolation inside (function environments only). It is the least any verifier that runs the
+  sample in a container adds to the engine, so ``engine-bare / engine`` bounds what ``strict / engine`` can
+  ever reach on this host.
 - ``engine-runner``: the same bare loop, but the container runs deepgym's runner on the sample's request
   (attached stdin, as strict mode sends it) and its report is classified: the engine doing a sample's work
   with none of deepgym's host side (no prewarm, no admission). ``engine`` measures what the engine costs;
@@ -23,8 +28,8 @@ wrong row cannot pass for a good one.
 - ``warm``: deepgym's warm mode (``isolation="process"``, docs/warm.md): long-lived containers, a fresh
   process under a fresh uid per sample.
 - ``local``: deepgym's local mode (no isolation at all; ``DEEPGYM_ALLOW_LOCAL=1``).
-- ``subprocess``: no deepgym and no isolation: one bare ``python3`` process per sample on this host runs the
-  solution on the environment's hidden cases (function environments only), the floor any sandbox adds to.
+- ``subprocess``: no deepgym and no isolation: the bare verifier of ``engine-bare`` as one ``python3``
+  process per sample on this host (function environments only), the floor any sandbox adds to.
 - ``0.6.2-local``, ``0.6.2-docker``: DeepGym 0.6.2 from PyPI, installed into a separate virtualenv
   (``python3 -m venv /tmp/dg062 && /tmp/dg062/bin/pip install deepgym==0.6.2``; its local mode needs
   ``bwrap``), given with ``--deepgym062 PYTHON``. It gets the same solutions as plain code (it does not
@@ -69,7 +74,7 @@ from deepgym.check import as_response
 from deepgym.images import build, image_name
 
 DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "warm", "local")
-ROWS = ("engine", "engine-runner", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
+ROWS = ("engine", "engine-bare", "engine-runner", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
 BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```"
 
 
@@ -124,8 +129,10 @@ def run_deepgym(row: str, env: str, n: int, parallel: int) -> dict[str, float]:
         return timed(judge, samples, parallel)
 
 
-def run_engine(env: str, n: int, parallel: int) -> dict[str, float]:
-    """The bare engine: what docker-py and the engine need for a container like a sandbox, and nothing else."""
+def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> dict[str, float]:
+    """The bare engine: what docker-py and the engine need for a container like a sandbox, and nothing else.
+    With ``bare_verifier`` (the ``engine-bare`` row), each container runs :data:`BARE` on its sample instead of
+    ``true``: the least any verifier in a container can add, one interpreter and the solution's own work."""
     import docker
 
     from deepgym.judging import sandbox_spec
@@ -134,19 +141,25 @@ def run_engine(env: str, n: int, parallel: int) -> dict[str, float]:
     environment = load_environment(env)
     api = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION, max_pool_size=parallel + 4)
     spec = sandbox_spec(environment, api.inspect_image(image_name(env))["Id"])
+    if bare_verifier:
+        cases = hidden_cases(environment)
+        samples: list = solutions(env, n)
+    else:
+        samples = [("", True)] * n
 
-    def judge(_: object) -> bool:
+    def judge(sample: tuple[str, bool]) -> bool:
+        entrypoint = ["python3", *bare_argv(sample[0], environment.entry_point, cases)] if bare_verifier else ["true"]
         settings = container_settings(api, spec, {"deepgym-benchmark": "engine"}, attached=True)
-        container = api.create_container(spec.image, entrypoint=["true"], command=[], **settings)["Id"]
+        container = api.create_container(spec.image, entrypoint=entrypoint, command=[], **settings)["Id"]
         try:
             api.start(container)
-            return api.wait(container)["StatusCode"] == 0
+            return (api.wait(container)["StatusCode"] == 0) == sample[1]
         finally:
             api.remove_container(container, force=True)
 
     try:
-        judge(None)
-        return timed(judge, list(range(n)), parallel)
+        judge(samples[0])
+        return timed(judge, samples, parallel)
     finally:
         api.close()
 
@@ -203,29 +216,40 @@ def run_engine_runner(env: str, n: int, parallel: int) -> dict[str, float]:
         api.close()
 
 
-# The bare subprocess row's program: the cases as JSON on stdin, the solution in argv; prints 1 when all pass.
+# The bare verifier of the subprocess and engine-bare rows: the solution, its entry point and the cases as JSON in
+# argv; exit status 0 when every case passes, 1 when one does not.
 BARE = textwrap.dedent('''
     import json, sys
-    cases, namespace = json.load(sys.stdin), {}
+    namespace = {}
     exec(compile(sys.argv[1], "solution.py", "exec"), namespace)
     function = namespace[sys.argv[2]]
-    print(int(all(function(*case["args"]) == case["expected"] for case in cases)))
+    sys.exit(not all(function(*case["args"]) == case["expected"] for case in json.loads(sys.argv[3])))
 ''')
+
+
+def hidden_cases(environment) -> str:
+    """A function environment's hidden cases (variant 0) as the JSON :data:`BARE` reads."""
+    if environment.kind != "function":
+        raise SystemExit(f"the bare rows run function environments only, not {environment.id} ({environment.kind})")
+    namespace: dict = {}
+    exec(compile((environment.tests_dir / "cases.py").read_text(), "cases.py", "exec"), namespace)
+    return json.dumps([{"args": case["args"], "expected": case["expected"]} for case in namespace["cases"](0)])
+
+
+def bare_argv(code: str, entry_point: str, cases: str) -> list[str]:
+    """The interpreter's arguments that run :data:`BARE` on one solution."""
+    return ["-I", "-S", "-c", BARE, code, entry_point, cases]
 
 
 def run_subprocess(env: str, n: int, parallel: int) -> dict[str, float]:
     """One bare ``python3`` per sample on this host, no sandbox, no deepgym: the cost of a fresh process."""
     environment = load_environment(env)
-    if environment.kind != "function":
-        raise SystemExit(f"the subprocess row runs function environments only, not {env} ({environment.kind})")
-    namespace: dict = {}
-    exec(compile((environment.tests_dir / "cases.py").read_text(), "cases.py", "exec"), namespace)
-    cases = json.dumps([{"args": case["args"], "expected": case["expected"]} for case in namespace["cases"](0)])
+    cases = hidden_cases(environment)
 
     def judge(sample: tuple[str, bool]) -> bool:
-        result = subprocess.run([sys.executable, "-I", "-S", "-c", BARE, sample[0], environment.entry_point],
-                                input=cases, capture_output=True, text=True)
-        return (result.stdout.strip() == "1") == sample[1]
+        result = subprocess.run([sys.executable, *bare_argv(sample[0], environment.entry_point, cases)],
+                                capture_output=True)
+        return (result.returncode == 0) == sample[1]
 
     samples = solutions(env, n)
     judge(samples[0])
@@ -338,7 +362,7 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["coin_change", "patch_csv_quoting", "prog_max_subarray"])
     parser.add_argument("-n", type=int, default=64, help="samples of the first environment per row (%(default)s)")
     parser.add_argument("--n-others", type=int, default=16, help="samples of each other environment (%(default)s)")
-    parser.add_argument("--rows", nargs="+", default=["engine", "engine-runner", "subprocess", "strict", "strict-cold", "warm", "local",
+    parser.add_argument("--rows", nargs="+", default=["engine", "engine-bare", "engine-runner", "subprocess", "strict", "strict-cold", "warm", "local",
                                                       "0.6.2-local", "0.6.2-docker"], choices=ROWS)
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
     parser.add_argument("--deepgym062", metavar="PYTHON", help="DeepGym 0.6.2's interpreter, for its rows")
@@ -370,6 +394,9 @@ def main() -> None:
                     runs = []
                     if row == "engine":
                         runs.append((row, run_engine, (env, n, parallel)))
+                    elif row == "engine-bare":
+                        if load_environment(env).kind == "function":
+                            runs.append((row, run_engine, (env, n, parallel, True)))
                     elif row == "engine-runner":
                         runs.append((row, run_engine_runner, (env, n, parallel)))
                     elif row == "subprocess":
@@ -397,7 +424,8 @@ def main() -> None:
             def mean(label: str, env: str = env, parallel: int = parallel) -> float | None:
                 values = rates.get(f"{env} {label} {parallel}")
                 return statistics.mean(values) if values else None
-            for this, that in (("strict", "engine"), ("strict", "engine-runner"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
+            for this, that in (("strict", "engine"), ("engine-bare", "engine"), ("strict", "engine-bare"),
+                               ("strict", "engine-runner"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
                                ("local", "0.6.2-local"), ("strict", "strict (baseline)"), ("warm", "strict"),
                                ("warm", "local"), ("warm", "0.6.2-local"), ("warm", "subprocess")):
                 if mean(this) and mean(that):

@@ -420,6 +420,8 @@ class BaseSession:
             if failure is None and shutdown.requested():
                 failure = AdmissionCancelled("deepgym is shutting down")
             if failure is None:
+                # A handed slot was taken on the event loop and is held in this context already
+                # (Admission.holding), so slot() yields that one: never a second slot for the same call.
                 try:
                     holding.enter_context(admission.slot(timeout_s=self.wait_left_s(), cancelled=shutdown.requested))
                 except (AdmissionCancelled, AdmissionTimeout) as exc:

@@ -234,7 +234,10 @@ def _worker_child(request: dict, fds: list[int]) -> None:
 
 def serve_workers(master: fdpass.Socket) -> None:
     """The worker zygote's life: per connection that arrives on ``master`` (one per sample), fork a worker per
-    request on it until it closes; end when ``master`` closes."""
+    request on it until it closes; end when ``master`` closes. Connections are served one after another: a
+    container judges one sample at a time (a one-shot runner judges one request; warm mode's pool gives a
+    container to one sample until it comes back, and its server waits for each sample's child), so no
+    sample's worker waits behind another sample's, as the runner's ``stalled`` outcome assumes."""
     while True:
         try:
             message, fds, _flags, _address = fdpass.recv_fds(master, MAX_MESSAGE, 1)
