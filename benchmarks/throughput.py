@@ -11,6 +11,8 @@ wrong row cannot pass for a good one.
 
 - ``engine``: the bare engine, no deepgym: docker-py create + start + wait + remove of a container of the
   environment's image running ``true``, with the same settings as a sandbox (no network, capabilities, limits).
+- ``engine-defaults``: the same loop as a new user writes it, with docker-py's defaults instead of a sandbox's
+  settings: a bridge network, json-file logs, no limits and no dropped capabilities.
 - ``engine-bare``: the same bare loop, but the container runs a bare verifier instead of ``true``: one
   ``python3 -I -S`` that runs the solution on the environment's hidden cases (given in argv) and exits 0 when
   all pass, no isolation inside (function environments only). It is the least any verifier that runs the
@@ -74,7 +76,7 @@ from deepgym.check import as_response
 from deepgym.images import build, image_name
 
 DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "warm", "local")
-ROWS = ("engine", "engine-bare", "engine-runner", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
+ROWS = ("engine", "engine-defaults", "engine-bare", "engine-runner", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
 BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```"
 
 
@@ -160,6 +162,29 @@ def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> 
     try:
         judge(samples[0])
         return timed(judge, samples, parallel)
+    finally:
+        api.close()
+
+
+def run_engine_defaults(env: str, n: int, parallel: int) -> dict[str, float]:
+    """The bare engine loop with docker-py's defaults: ``true`` in a container of the image, nothing set."""
+    import docker
+
+    api = docker.APIClient(**docker.utils.kwargs_from_env(), max_pool_size=parallel + 4)
+    image = api.inspect_image(image_name(env))["Id"]
+
+    def judge(_: object) -> bool:
+        container = api.create_container(image, entrypoint=["true"], command=[],
+                                         labels={"deepgym-benchmark": "engine-defaults"})["Id"]
+        try:
+            api.start(container)
+            return api.wait(container)["StatusCode"] == 0
+        finally:
+            api.remove_container(container, force=True)
+
+    try:
+        judge(None)
+        return timed(judge, list(range(n)), parallel)
     finally:
         api.close()
 
@@ -362,7 +387,7 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", default=["coin_change", "patch_csv_quoting", "prog_max_subarray"])
     parser.add_argument("-n", type=int, default=64, help="samples of the first environment per row (%(default)s)")
     parser.add_argument("--n-others", type=int, default=16, help="samples of each other environment (%(default)s)")
-    parser.add_argument("--rows", nargs="+", default=["engine", "engine-bare", "engine-runner", "subprocess", "strict", "strict-cold", "warm", "local",
+    parser.add_argument("--rows", nargs="+", default=["engine", "engine-defaults", "engine-bare", "engine-runner", "subprocess", "strict", "strict-cold", "warm", "local",
                                                       "0.6.2-local", "0.6.2-docker"], choices=ROWS)
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
     parser.add_argument("--deepgym062", metavar="PYTHON", help="DeepGym 0.6.2's interpreter, for its rows")
@@ -394,6 +419,8 @@ def main() -> None:
                     runs = []
                     if row == "engine":
                         runs.append((row, run_engine, (env, n, parallel)))
+                    elif row == "engine-defaults":
+                        runs.append((row, run_engine_defaults, (env, n, parallel)))
                     elif row == "engine-bare":
                         if load_environment(env).kind == "function":
                             runs.append((row, run_engine, (env, n, parallel, True)))
@@ -424,7 +451,7 @@ def main() -> None:
             def mean(label: str, env: str = env, parallel: int = parallel) -> float | None:
                 values = rates.get(f"{env} {label} {parallel}")
                 return statistics.mean(values) if values else None
-            for this, that in (("strict", "engine"), ("engine-bare", "engine"), ("strict", "engine-bare"),
+            for this, that in (("strict", "engine"), ("strict", "engine-defaults"), ("engine-bare", "engine"), ("strict", "engine-bare"),
                                ("strict", "engine-runner"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
                                ("local", "0.6.2-local"), ("strict", "strict (baseline)"), ("warm", "strict"),
                                ("warm", "local"), ("warm", "0.6.2-local"), ("warm", "subprocess")):
