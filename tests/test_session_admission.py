@@ -27,7 +27,7 @@ from deepgym import DeepGym, NoVerdictError
 from deepgym.admission import Admission, AdmissionTimeout
 from deepgym.environments import load_environment
 from deepgym.judging import ENVIRONMENT_LABEL
-from deepgym.sandbox.docker import OWNER_LABEL
+from deepgym.sandbox.docker import LABEL
 from deepgym.session import action_sequences
 
 pytestmark = pytest.mark.docker
@@ -181,18 +181,16 @@ def slot_held(directory: Path) -> bool:
 
 
 def containers_of(env: str, gym: DeepGym) -> list[str]:
-    """``gym``'s own containers of ``env`` (other clients, in this process or others, may keep some of ``env``
-    ready meanwhile, e.g. the suite's shared client's prewarmed pool)."""
-    listed = subprocess.run(["docker", "ps", "-a", "--filter", f"label={ENVIRONMENT_LABEL}={env}",
-                             "--format", f'{{{{.ID}}}} {{{{.Label "{OWNER_LABEL}"}}}}'],
-                            capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in listed.splitlines() if line.split()[1:] == [gym.provider.owner]]
+    """``gym``'s own containers of ``env``, by its provider's run id: the owner label names the process, which
+    other clients share (the suite's shared client keeps a prewarmed pool of ``env`` in this very process)."""
+    return subprocess.run(["docker", "ps", "-aq", "--filter", f"label={ENVIRONMENT_LABEL}={env}",
+                           "--filter", f"label={LABEL}={gym.provider.run_id}"],
+                          capture_output=True, text=True, check=True).stdout.split()
 
 
 def test_a_step_and_a_single_turn_sample_share_the_bound(admission_dir, monkeypatch):
-    """While a step's action runs (it waits for a file the test makes), a sample offered meanwhile does not
-    finish; once the action ends, the sample is judged right. (Whether its container already exists is not
-    asserted: in the full suite one of this client's coin_change containers did, for a reason not yet found.)"""
+    """While a step's action runs (it waits for a file the test makes), a sample offered meanwhile gets no
+    container and does not finish; once the action ends, the sample is judged right."""
     monkeypatch.setenv("DEEPGYM_DOCKER_PREWARM", "0")  # no coin_change container before the sample's own
     outcomes: dict[str, object] = {}
     with DeepGym(mode="docker") as gym, gym.session(SHELL) as session:
@@ -210,6 +208,7 @@ def test_a_step_and_a_single_turn_sample_share_the_bound(admission_dir, monkeypa
         sampling.start()
         sampling.join(3.0)  # long enough to judge coin_change several times over on an idle host
         assert sampling.is_alive(), "the sample was judged while the step held the slot"
+        assert containers_of("coin_change", gym) == [], "the sample's container was made while the step held the slot"
         subprocess.run(["docker", "exec", "-u", "10000:10000", box, "touch", "/tmp/work/go"], check=True)
         stepping.join(60)
         sampling.join(120)
