@@ -57,3 +57,20 @@ def test_a_child_its_parent_left_behind_is_still_metered():
         sandbox.kill_all()
     assert usage.cpu_s >= 0.5, "the orphan's CPU was never counted"
     assert left and not sandbox.others_alive(keep=0), "the orphan was found, and killed with the session"
+
+
+@pytest.mark.filterwarnings("ignore:deepgym local mode")
+def test_stdin_longer_than_a_slice_is_delivered_whole(monkeypatch):
+    """The command's input arrives whole even when writing it outlasts the first slice of the wait (the runner's
+    request is bigger than a pipe); communicate() alone sent it only on its first call."""
+    import os
+
+    from deepgym.sandbox import local
+    from deepgym.sandbox.base import ExecOptions, SandboxSpec
+
+    monkeypatch.setattr(local, "POLL_S", 0.001)
+    data = os.urandom(3 << 20)
+    provider = local.LocalProvider(allow_local=True)
+    echo = ["python3", "-I", "-S", "-c", "import sys, time\ntime.sleep(0.05)\nsys.stdout.buffer.write(sys.stdin.buffer.read())"]
+    result = provider.run(SandboxSpec(image="host"), echo, ExecOptions(timeout_s=20, stdin=data))
+    assert (result.exit_code, result.timed_out, result.stdout == data) == (0, False, True)

@@ -119,15 +119,18 @@ class LocalSandbox(Sandbox):
         with self._lock:
             self._running.add(proc)
         deadline = started + options.timeout_s
-        stdin: bytes | None = options.stdin
+        # The input goes from a thread of its own: communicate() sends it only on its first call, so a slice
+        # that ended before the input was all written would leave the command waiting for the rest for ever.
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, options.stdin or b""), daemon=True)
+        proc.stdin = None  # the feeder's now: communicate() must neither write to it nor close it
+        feeder.start()
         try:
             while True:  # in slices, so that a sandbox removed under the command stops it
                 try:
-                    stdout, stderr = proc.communicate(stdin, timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
+                    stdout, stderr = proc.communicate(timeout=max(0.0, min(POLL_S, deadline - time.monotonic())))
                     timed_out = False
                     break
                 except subprocess.TimeoutExpired:
-                    stdin = None  # sent already; communicate() resumes where it stopped
                     gone = self._closed or not self.root.is_dir()
                     if gone or time.monotonic() >= deadline:
                         _kill(proc)
@@ -135,6 +138,9 @@ class LocalSandbox(Sandbox):
                         timed_out = not gone
                         break
         finally:
+            # Done once the command's end of the pipe is closed; a process it left behind holding that end keeps
+            # the feeder (a daemon thread) blocked, never this call.
+            feeder.join(POLL_S)
             with self._lock:
                 self._running.discard(proc)
         if self._closed or not self.root.is_dir():
@@ -184,4 +190,13 @@ def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
+        pass
+
+
+def _feed(pipe, data: bytes) -> None:
+    """Write ``data`` to a command's stdin and close it; a command that exits without reading it all is no error."""
+    try:
+        with pipe:
+            pipe.write(data)
+    except (BrokenPipeError, ValueError):
         pass
