@@ -27,6 +27,7 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import BinaryIO
 from pathlib import Path
 
 from ..errors import LocalModeNotAllowedError
@@ -193,7 +194,7 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def _feed(pipe, data: bytes) -> None:
+def _feed(pipe: BinaryIO, data: bytes) -> None:
     """Write ``data`` to a command's stdin and close it; a command that exits without reading it all is no error."""
     try:
         with pipe:
