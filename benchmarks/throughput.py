@@ -149,10 +149,29 @@ def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> 
     else:
         samples = [("", True)] * n
 
-    def judge(sample: tuple[str, bool]) -> bool:
+    def create(sample: tuple[str, bool]) -> str:
         entrypoint = ["python3", *bare_argv(sample[0], environment.entry_point, cases)] if bare_verifier else ["true"]
         settings = container_settings(api, spec, {"deepgym-benchmark": "engine"}, attached=True)
-        container = api.create_container(spec.image, entrypoint=entrypoint, command=[], **settings)["Id"]
+        return api.create_container(spec.image, entrypoint=entrypoint, command=[], **settings)["Id"]
+
+    return engine_loop(api, create, samples, parallel)
+
+
+def run_engine_defaults(env: str, n: int, parallel: int) -> dict[str, float]:
+    """The bare engine loop with docker-py's defaults: ``true`` in a container of the image, nothing set."""
+    import docker
+
+    api = docker.APIClient(**docker.utils.kwargs_from_env(), max_pool_size=parallel + 4)
+    image = api.inspect_image(image_name(env))["Id"]
+    return engine_loop(api, lambda _: api.create_container(image, entrypoint=["true"], command=[], labels={
+        "deepgym-benchmark": "engine-defaults"})["Id"], [("", True)] * n, parallel)
+
+
+def engine_loop(api, create, samples: list[tuple[str, bool]], parallel: int) -> dict[str, float]:
+    """Per sample, ``create(sample)`` a container, start it, wait for it and remove it; a sample is right when
+    the container exits 0 exactly for a right sample. Closes ``api``."""
+    def judge(sample: tuple[str, bool]) -> bool:
+        container = create(sample)
         try:
             api.start(container)
             return (api.wait(container)["StatusCode"] == 0) == sample[1]
@@ -162,29 +181,6 @@ def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> 
     try:
         judge(samples[0])
         return timed(judge, samples, parallel)
-    finally:
-        api.close()
-
-
-def run_engine_defaults(env: str, n: int, parallel: int) -> dict[str, float]:
-    """The bare engine loop with docker-py's defaults: ``true`` in a container of the image, nothing set."""
-    import docker
-
-    api = docker.APIClient(**docker.utils.kwargs_from_env(), max_pool_size=parallel + 4)
-    image = api.inspect_image(image_name(env))["Id"]
-
-    def judge(_: object) -> bool:
-        container = api.create_container(image, entrypoint=["true"], command=[],
-                                         labels={"deepgym-benchmark": "engine-defaults"})["Id"]
-        try:
-            api.start(container)
-            return api.wait(container)["StatusCode"] == 0
-        finally:
-            api.remove_container(container, force=True)
-
-    try:
-        judge(None)
-        return timed(judge, list(range(n)), parallel)
     finally:
         api.close()
 

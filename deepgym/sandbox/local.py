@@ -27,8 +27,8 @@ import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import BinaryIO
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import LocalModeNotAllowedError
 from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, Provider, Sandbox, SandboxLost,
