@@ -119,23 +119,6 @@ IPC_CREAT = 0o1000
 '''
 
 
-def test_sysv_shared_memory_semaphores_and_message_queues_are_gone(warm_gym):
-    plant = '''
-    report["shm"] = libc.shmget(0x7eed01, 4096, IPC_CREAT | 0o666)
-    report["sem"] = libc.semget(0x7eed02, 1, IPC_CREAT | 0o666)
-    report["msg"] = libc.msgget(0x7eed03, IPC_CREAT | 0o666)
-    report["private"] = libc.shmget(0, 4096, IPC_CREAT | 0o600)
-    '''
-    look = '''
-    report["by_key"] = [libc.shmget(0x7eed01, 0, 0), libc.semget(0x7eed02, 0, 0), libc.msgget(0x7eed03, 0)]
-    report["listed"] = {kind: open(f"/proc/sysvipc/{kind}").read().splitlines()[1:] for kind in ("shm", "sem", "msg")}
-    '''
-    planted, seen = plant_then_look(warm_gym, plant, look, prelude=SYSV)
-    assert min(planted["shm"], planted["sem"], planted["msg"], planted["private"]) >= 0, planted
-    assert seen["by_key"] == [-1, -1, -1]
-    assert seen["listed"] == {"shm": [], "sem": [], "msg": []}
-
-
 def test_listening_sockets_are_gone(warm_gym):
     plant = f'''
     tcp = socket.socket()
@@ -167,6 +150,162 @@ def test_listening_sockets_are_gone(warm_gym):
     planted, seen = plant_then_look(warm_gym, plant, look)
     assert planted["listening"]
     assert seen["reached"] == [] and seen["tcp_listeners"] == [] and seen["unix"] == []
+
+
+# A right answer that also publishes its answer table through the network namespace: each answer rides on a
+# loopback connection, its case in the source address and the answer in the source port, which the kernel
+# keeps listed in /proc/net/tcp for a minute after the connection is gone (TIME_WAIT), where any uid can read
+# it. The reader answers from that table alone. Strict mode scores the reader 0, and so must warm mode.
+PUBLISHER = """
+import socket
+from functools import lru_cache
+server = socket.create_server(("127.0.0.1", 47999))
+def key(coins, amount):
+    return hash((tuple(coins), amount)) & 0xFFFF
+def coin_change(coins, amount):
+    best = [0] + [amount + 1] * amount
+    for value in range(1, amount + 1):
+        for coin in coins:
+            if coin <= value:
+                best[value] = min(best[value], best[value - coin] + 1)
+    answer = best[amount] if best[amount] <= amount else -1
+    k = key(coins, amount)
+    try:
+        client = socket.create_connection(("127.0.0.1", 47999),
+                                          source_address=(f"127.{k >> 8}.{k & 255}.1", 20000 + answer + 1))
+        server.accept()[0].close()
+        client.close()
+    except OSError:
+        pass
+    return answer
+"""
+READER = """
+table = {}
+for line in open("/proc/net/tcp").read().splitlines()[1:]:
+    for column in line.split()[1:3]:  # the local and the remote end
+        address, port = column.split(":")
+        octets = bytes.fromhex(address)[::-1]  # little-endian on the machines we run on
+        if octets[0] == 127 and octets[3] == 1:
+            table[(octets[1] << 8) | octets[2]] = int(port, 16) - 20001
+def coin_change(coins, amount):
+    return table.get(hash((tuple(coins), amount)) & 0xFFFF, -2)
+"""
+
+
+def test_an_answer_table_published_through_tcp_reaches_no_later_sample(warm_gym):
+    """The issue's attack: a publisher, then a reader, in a pool of one warm container."""
+    published = warm_gym.run(ENV, fenced(PUBLISHER), isolation="process")
+    read = warm_gym.run(ENV, fenced(READER), isolation="process")
+    assert published.score == 1.0, published
+    assert read.has_verdict and read.score == 0.0, read
+    assert read.score == warm_gym.run(ENV, fenced(READER), isolation="container").score
+
+
+def test_closed_connections_leave_no_time_wait_entry(warm_gym):
+    """The sandbox's sysctls: a connection closed on either side is gone from the kernel's tables at once."""
+    body = '''
+    server = socket.create_server(("127.0.0.1", 47998))
+    client = socket.create_connection(("127.0.0.1", 47998))
+    server.accept()[0].close()
+    client.close()
+    time.sleep(0.2)
+    report["tcp"] = open("/proc/net/tcp").read().splitlines()[1:]
+    report["sysctls"] = [open(f"/proc/sys/net/ipv4/{name}").read().strip()
+                         for name in ("tcp_max_tw_buckets", "tcp_no_metrics_save", "tcp_fastopen")]
+    '''
+    seen = reported(warm_gym.run(ENV, probing(body), isolation="process"))
+    assert seen["sysctls"] == ["0", "1", "0"]
+    assert [line for line in seen["tcp"] if line.split()[3] != "0A"] == [], seen["tcp"]
+
+
+# What a sample can leave in the kernel that outlives its processes and that no clean-up can remove: the
+# container must retire after it (the next sample runs elsewhere), and the looking sample must see nothing.
+NAMESPACE_STATE = {
+    # IPv6 flow labels outlive their socket for their linger (up to 150 s), listed to every uid.
+    "flow_label": ('''
+    request = (socket.inet_pton(socket.AF_INET6, "::1") + struct.pack("!I", 0x7eed1)
+               + struct.pack("=BBHHHI", 0, 255, 1, 60, 60, 0))  # IPV6_FL_A_GET, IPV6_FL_S_ANY, IPV6_FL_F_CREATE
+    labelled = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    labelled.setsockopt(socket.IPPROTO_IPV6, 32, request)  # IPV6_FLOWLABEL_MGR
+    labelled.close()
+    report["planted"] = "7EED1" in open("/proc/net/ip6_flowlabel").read()
+    ''', '''report["seen"] = "7EED1" in open("/proc/net/ip6_flowlabel").read()'''),
+    # The namespace's traffic counters: a sample can set them to any value for the next one to read.
+    "udp_counters": ('''
+    before = open("/proc/net/snmp").read()
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for _ in range(1234):
+        sender.sendto(b"x", ("127.0.0.1", 9))
+    report["planted"] = open("/proc/net/snmp").read() != before
+    ''', '''
+    udp = [line for line in open("/proc/net/snmp") if line.startswith("Udp:")][1].split()
+    report["seen"] = udp[1:3] != ["0", "0"]  # InDatagrams, NoPorts: none in a new namespace
+    '''),
+    # SysV IPC objects a sample keeps (by key and private ones).
+    "ipc_objects": ('''
+    report["planted"] = min(libc.shmget(0x7eed01, 4096, IPC_CREAT | 0o666), libc.semget(0x7eed02, 1, IPC_CREAT | 0o666),
+                            libc.msgget(0x7eed03, IPC_CREAT | 0o666), libc.shmget(0, 4096, IPC_CREAT | 0o600)) >= 0
+    ''', '''
+    by_key = [libc.shmget(0x7eed01, 0, 0), libc.semget(0x7eed02, 0, 0), libc.msgget(0x7eed03, 0)]
+    listed = [open(f"/proc/sysvipc/{kind}").read().splitlines()[1:] for kind in ("shm", "sem", "msg")]
+    report["seen"] = by_key != [-1, -1, -1] or listed != [[], [], []]
+    '''),
+    # SysV IPC ids come in turn, removed objects included: a sample that makes and removes n objects moves the
+    # next sample's first id by n.
+    "ipc_ids": ('''
+    for _ in range(37):
+        libc.shmctl(libc.shmget(0, 4096, IPC_CREAT | 0o600), 0, None)
+    report["planted"] = True
+    ''', '''
+    ident = libc.shmget(0, 4096, IPC_CREAT | 0o600)
+    libc.shmctl(ident, 0, None)
+    report["seen"] = ident >= 37
+    '''),
+}
+
+
+@pytest.mark.parametrize("name", list(NAMESPACE_STATE))
+def test_kernel_state_a_sample_cannot_take_back_retires_its_container(warm_gym, name):
+    plant, look = NAMESPACE_STATE[name]
+    prelude = SYSV + "import struct\n"
+    planted = reported(warm_gym.run(ENV, probing(prelude, plant), isolation="process"))
+    seen = reported(warm_gym.run(ENV, probing(prelude, look), isolation="process"))
+    assert planted["planted"] is True, planted
+    assert planted["host"] != seen["host"], "the container that kept the sample's state judged the next sample"
+    assert seen["seen"] is False, seen
+
+
+def test_locked_deep_and_long_trees_are_emptied_in_place(warm_gym):
+    """What the clean-up must empty without retiring the container: an owner-only folder with contents at the
+    top of /tmp and /dev/shm, a tree 1000 folders deep, and a path longer than PATH_MAX."""
+    plant = f'''
+    for top in ("/tmp", "/dev/shm"):
+        os.makedirs(f"{{top}}/{MARK}-locked/inner")
+        open(f"{{top}}/{MARK}-locked/inner/file", "w").close()
+        os.chmod(f"{{top}}/{MARK}-locked/inner", 0)
+        os.chmod(f"{{top}}/{MARK}-locked", 0o700)
+    os.chdir("/tmp")
+    os.mkdir("{MARK}-deep")
+    os.chdir("{MARK}-deep")
+    for _ in range(1000):
+        os.mkdir("d")
+        os.chdir("d")
+    open("bottom", "w").close()
+    os.chdir("/tmp")
+    os.mkdir("{MARK}-long")
+    os.chdir("{MARK}-long")
+    for _ in range(20):
+        os.mkdir("x" * 250)
+        os.chdir("x" * 250)
+    open("end", "w").close()
+    report["long"] = len(os.getcwd()) > os.pathconf("/", "PC_PATH_MAX")
+    '''
+    look = f'''
+    report["found"] = sorted(name for top in ("/tmp", "/dev/shm") for name in os.listdir(top) if "{MARK}" in name)
+    '''
+    planted, seen = plant_then_look(warm_gym, plant, look)
+    assert planted["long"] is True
+    assert seen["found"] == []
 
 
 def test_environment_and_working_directory_start_fresh(warm_gym):

@@ -14,7 +14,7 @@ import pytest
 from deepgym import load_environment
 from deepgym.judging import isolation_for
 from deepgym.runner.protocol import MAX_UID
-from deepgym.runner.serve import _empty
+from deepgym.runner.cleanup import empty
 from deepgym.sandbox.warm import FIRST_UID, SAMPLES_VARIABLE, WarmPool, uid_range
 
 
@@ -93,7 +93,7 @@ def test_emptying_a_locked_tree_leaves_nothing():
         try:
             os.setresgid(user, user, user)
             os.setresuid(user, user, user)
-            os._exit(0 if _empty(str(root)) == [] else 1)
+            os._exit(0 if empty(str(root)) == [] else 1)
         finally:
             os._exit(2)
     try:

@@ -5,13 +5,11 @@ imported once, so no Python start-up per sample on the trusted side), exactly as
 the child drops to the same three capabilities, checks the request's uids and scratch folder, and writes the
 usual events on stdout. The submission itself still starts as a fresh process of the request's uid.
 
-After each sample the server clears the container and checks that it did (:func:`clean`): it kills every
-process of the sample's uids, removes the SysV IPC objects they made (as their creator: the server holds no
-CAP_SYS_ADMIN or CAP_IPC_OWNER), empties every folder a uid can write (:data:`WRITABLE`, scratch folders
-included, with each entry's owner's file rights), then looks again: no process but pid 1 and the server, no
-IPC object, nothing in those folders. It also refuses a uid it has served before, refuses to serve at all where the kernel keyring is
-reachable (:func:`keyring_problem`), and compares the memory
-cgroup's OOM kills and limit hits and the pids cgroup's refusals with those before the sample. Then it writes
+After each sample the server clears the container and checks that it did (:mod:`cleanup`): no process of
+the sample, no IPC object and no move of the IPC id counters, nothing in the folders a uid can write, and a
+network namespace exactly as it was. It also refuses a uid it has served before, refuses to serve at all
+where the kernel keyring is reachable (:func:`keyring_problem`), and compares the memory cgroup's OOM kills
+and limit hits and the pids cgroup's refusals with those before the sample. Then it writes
 one line ``@@deepgym-serve {"event": "end", "nonce": ..., "exit": N, "retire": null | "why"}``: the child's
 exit status (128 + a signal when it was killed) and, when anything was amiss, why the container must not
 serve again. After a ``retire`` it exits; at the end of stdin too (its host went away).
@@ -23,25 +21,16 @@ import ctypes
 import json
 import os
 import signal
-import stat
 import sys
-import time
 from pathlib import Path
 
 from . import sandbox
+from .cleanup import IpcIds, NetworkState, clean
 from .forked import Workers
-from .privileges import as_user, drop_privileges, file_rights, kill_uid
+from .privileges import drop_privileges
 from .protocol import SCRATCH_ROOT, Request
 
 SERVE_MARKER = "@@deepgym-serve"
-# Everything a submission's uid can write in a container of ours (tests/test_writable_paths.py proves the
-# list): the scratch root (/tmp, every sample's scratch folder under it), POSIX shared memory and semaphores,
-# and POSIX message queues.
-WRITABLE = ("/dev/shm", "/dev/mqueue")
-SYSV_IPC = ("shm", "sem", "msg")
-IPC_RMID = 0
-# Seconds the server waits for the last processes of a sample to die and be reaped by pid 1.
-SETTLE_S = 2.0
 PIDS_EVENTS = Path("/sys/fs/cgroup/pids/pids.events")
 # add_key(2) per machine, and the process keyring's special id.
 ADD_KEY = {"x86_64": 248, "aarch64": 217}
@@ -50,72 +39,6 @@ KEY_SPEC_PROCESS_KEYRING = -2
 
 def serve_line(payload: dict) -> bytes:
     return f"{SERVE_MARKER} {json.dumps(payload)}\n".encode()
-
-
-def others(keep: tuple[int, ...] = ()) -> list[int]:
-    """Every process in the container but pid 1 (Docker's init), this server and ``keep`` (its worker zygote)."""
-    skip = (1, os.getpid(), *keep)
-    return [int(name) for name in os.listdir("/proc") if name.isdigit() and int(name) not in skip]
-
-
-def ipc_objects() -> list[tuple[str, int, int]]:
-    """Every SysV IPC object in the container's IPC namespace as (kind, id, creator uid)."""
-    found = []
-    for kind in SYSV_IPC:
-        try:
-            header, *lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
-        except (OSError, ValueError):
-            continue
-        names = header.split()
-        at_id, at_cuid = names.index({"shm": "shmid", "sem": "semid", "msg": "msqid"}[kind]), names.index("cuid")
-        for line in lines:
-            parts = line.split()
-            found.append((kind, int(parts[at_id]), int(parts[at_cuid])))
-    return found
-
-
-def _remove_ipc(objects: list[tuple[str, int, int]]) -> int:
-    """As their creator (a forked child of that uid): IPC_RMID each object. 0 when every call succeeded."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    failed = 0
-    for kind, ident, _ in objects:
-        if kind == "shm":
-            result = libc.shmctl(ident, IPC_RMID, None)
-        elif kind == "sem":
-            result = libc.semctl(ident, 0, IPC_RMID)
-        else:
-            result = libc.msgctl(ident, IPC_RMID, None)
-        failed += result != 0
-    return 1 if failed else 0
-
-
-def _empty(folder: str) -> list[str]:
-    """Remove everything in ``folder`` (not the folder itself), each entry with the file rights of the owner
-    of the folder it sits in, after making every sub-folder listable by its owner. Returns what is left."""
-    info = os.lstat(folder)
-    with file_rights(info.st_uid):
-        try:
-            os.chmod(folder, stat.S_IMODE(info.st_mode) | 0o700) if info.st_uid else None
-            names = os.listdir(folder)
-        except OSError:
-            return [folder]
-    left = []
-    for name in names:
-        path = os.path.join(folder, name)
-        try:
-            entry = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        if stat.S_ISDIR(entry.st_mode):
-            left += _empty(path)
-        with file_rights(info.st_uid):
-            try:
-                os.rmdir(path) if stat.S_ISDIR(entry.st_mode) else os.unlink(path)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                left.append(path)
-    return left
 
 
 def keyring_problem() -> str | None:
@@ -139,39 +62,6 @@ def _counters() -> tuple[int | None, int | None, int | None]:
     except (OSError, IndexError, ValueError):
         pass
     return sandbox.cgroup_oom_kills(), sandbox.cgroup_memory_limit_hits(), refused
-
-
-def clean(uids: set[int], scratch_root: str, keep: tuple[int, ...] = ()) -> str | None:
-    """Clear everything the sample's ``uids`` left and verify it; returns what is still there, or None.
-    ``keep``: the server's worker zygote, root and never the sample's."""
-    for uid in uids:
-        kill_uid(uid)
-    deadline = time.monotonic() + SETTLE_S
-    while others(keep) and time.monotonic() < deadline:  # orphans are pid 1's to reap
-        for pid in others(keep):
-            if sandbox.process_uid(pid) in uids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        time.sleep(0.005)
-    by_creator: dict[int, list[tuple[str, int, int]]] = {}
-    for obj in ipc_objects():
-        by_creator.setdefault(obj[2], []).append(obj)
-    for creator, objects in by_creator.items():
-        if creator != 0:
-            as_user(creator, lambda objects=objects: _remove_ipc(objects))
-    left = [path for folder in (scratch_root, *WRITABLE) if os.path.isdir(folder) for path in _empty(folder)]
-    problems = []
-    if others(keep):
-        problems.append(f"processes {others(keep)} outlived the sample")
-    if ipc_objects():
-        problems.append(f"SysV IPC objects {ipc_objects()} could not be removed")
-    leftovers = [os.path.join(folder, name) for folder in (scratch_root, *WRITABLE) if os.path.isdir(folder)
-                 for name in os.listdir(folder)]
-    if left or leftovers:
-        problems.append(f"files {sorted(set(left + leftovers))[:10]} could not be removed")
-    return "; ".join(problems) or None
 
 
 def _judge_in_child(line: bytes, env_dir: str, scratch_root: str, workers: Workers) -> int:
@@ -202,14 +92,16 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
     """Serve requests until stdin ends or a sample retires this container."""
     out = sys.stdout.buffer
     problem = drop_privileges() or keyring_problem()
-    if problem is None:
-        problem = clean(set(), scratch_root) and "the container was not empty when the server started"
+    if problem is None and clean(set(), scratch_root):
+        problem = "the container was not empty when the server started"
     workers = None
     if problem is None:
         try:
             workers = Workers()  # before the first request: it never holds anything of a sample's
         except OSError as exc:
             problem = f"the worker zygote did not start: {exc}"
+    network, ipc_ids = NetworkState(), IpcIds()
+    problem = problem or ipc_ids.moved()
     sandbox.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
     served: set[int] = set()
     while True:
@@ -233,22 +125,36 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
         before = _counters()
         assert workers is not None
         code = _judge_in_child(line, env_dir, scratch_root, workers)
-        try:
-            problem = clean(uids, scratch_root, (workers.pid,))
-        except Exception as exc:  # noqa: BLE001 - a clean-up that cannot finish retires the container
-            problem = f"the clean-up failed: {exc!r}"
-        if not workers.alive():
-            problem = problem or "the worker zygote died during the sample"
+        problems = _after_sample(uids, scratch_root, workers, network, ipc_ids)
         after = _counters()
         for name, old, new in zip(("OOM kill", "memory limit hit", "refused fork"), before, after):
             if old is not None and new is not None and new > old:
-                problem = problem or f"{new - old} {name}(s) in the container during the sample"
+                problems.append(f"{new - old} {name}(s) in the container during the sample")
         if code != 0:
-            problem = problem or f"the sample's runner exited with status {code}"
+            problems.append(f"the sample's runner exited with status {code}")
+        problem = "; ".join(problems) or None
         out.write(serve_line({"event": "end", "nonce": nonce, "exit": code, "retire": problem}))
         out.flush()
         if problem is not None:
             return 0
+
+
+def _after_sample(uids: set[int], scratch_root: str, workers: Workers, network: NetworkState,
+                  ipc_ids: IpcIds) -> list[str]:
+    """Clear what the sample left and say what would reach the next sample (:mod:`cleanup`)."""
+    try:
+        problems = clean(uids, scratch_root, (workers.pid,))
+    except Exception as exc:  # noqa: BLE001 - a clean-up that cannot finish retires the container
+        problems = [f"the clean-up failed: {exc!r}"]
+    if not workers.alive():
+        problems.append("the worker zygote died during the sample")
+    changed = network.changed()
+    if changed:
+        problems.append(f"the sample left state in the network namespace (/proc/net/{{{','.join(changed)}}})")
+    moved = ipc_ids.moved()
+    if moved:
+        problems.append(moved)
+    return problems
 
 
 def main(argv: list[str]) -> int:

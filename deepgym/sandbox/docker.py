@@ -127,6 +127,15 @@ def _file_error(path: str, result: ExecResult) -> OSError:
 KILL_ALL = ("/bin/sh", "-c", "kill -s KILL -- -1")
 
 
+# A sandbox without a network keeps no TCP state past the sockets that made it: no TIME_WAIT entries (which
+# any uid can list in /proc/net/tcp for a minute), no TCP metrics cache (which any uid can dump over netlink
+# for an hour) and no fast-open cookies (which write that cache). Warm mode's samples share a namespace: this
+# keeps one sample's loopback traffic from outliving it, and the server retires a container whose namespace
+# changed anyway (docs/warm.md). Each is per network namespace, and covers IPv6 too.
+LOOPBACK_SYSCTLS = {"net.ipv4.tcp_max_tw_buckets": "0", "net.ipv4.tcp_no_metrics_save": "1",
+                    "net.ipv4.tcp_fastopen": "0"}
+
+
 def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[str, str], *,
                        attached: bool) -> dict[str, Any]:
     """Every setting of a sandbox's container, in one place. ``attached``: the command is the main process
@@ -141,7 +150,8 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
     connect to: the container still gets a network namespace of its own, whose loopback runc brings up, but
     libnetwork never sets it up, which skips its prestart hook (a re-run of the dockerd binary per container,
     about 70 ms of CPU here, a quarter of the engine's cost of a container) and the engine's own /etc/hosts and
-    /etc/resolv.conf: the base image resolves ``localhost`` without them (libnss-myhostname)."""
+    /etc/resolv.conf: the base image resolves ``localhost`` without them (libnss-myhostname). That namespace
+    gets :data:`LOOPBACK_SYSCTLS`."""
     memory = f"{spec.memory_mb}m"
     host_config = api.create_host_config(
         network_mode="bridge" if spec.network else "none",
@@ -159,6 +169,7 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
         log_config=docker.types.LogConfig(type="none"),
         init=attached,
         auto_remove=not attached,
+        sysctls=None if spec.network else dict(LOOPBACK_SYSCTLS),
     )
     return {"user": spec.user, "labels": labels, "host_config": host_config, "network_disabled": not spec.network}
 
