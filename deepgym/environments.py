@@ -284,7 +284,7 @@ def parse_manifest(path: Path) -> Environment:
     except yaml.YAMLError as exc:
         raise _fail(path, "(file)", f"is not valid YAML ({exc})", "fix the YAML syntax") from None
     if not isinstance(data, dict):
-        raise _fail(path, "(file)", "must be a mapping of keys to values", "see the manifest keys in the README")
+        raise _fail(path, "(file)", "must be a mapping of keys to values", "see the manifest keys in docs/environments.md")
     unknown = sorted(set(data) - _KEYS)
     if unknown:
         raise _fail(path, unknown[0], "unknown key", f"remove it or use one of {', '.join(sorted(_KEYS))}")

@@ -1,4 +1,4 @@
-"""The README documents what the code does: every error type and every environment, nothing stale."""
+"""The docs say what the code does: every error type and every environment, nothing stale."""
 
 import re
 from pathlib import Path
@@ -6,11 +6,13 @@ from pathlib import Path
 from deepgym.environments import list_environments
 from deepgym.runner.protocol import ERROR_TYPES, is_scored
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+VERDICTS = (DOCS / "verdicts.md").read_text()
+ENVIRONMENTS = (DOCS / "environments.md").read_text()
 
 
 def documented_types(heading: str) -> set[str]:
-    section = README.split(heading, 1)[1].split("\n\n", 2)[1]
+    section = VERDICTS.split(heading, 1)[1].split("\n\n", 2)[1]
     return set(re.findall(r"^\| `([a-z_]+)` \|", section, re.M))
 
 
@@ -20,9 +22,9 @@ def test_every_error_type_is_documented_on_its_side():
 
 
 def test_the_catalogue_table_lists_every_environment():
-    table = README.split("| kind | environments |", 1)[1].split("\n\n", 1)[0]
+    table = ENVIRONMENTS.split("| kind | environments |", 1)[1].split("\n\n", 1)[0]
     assert set(re.findall(r"`([a-z0-9_]+)`", table)) == set(list_environments())
-    count = re.search(r"(\d+) environments ship", README)
+    count = re.search(r"(\d+) environments ship", ENVIRONMENTS)
     assert count and int(count.group(1)) == len(list_environments())
 
 

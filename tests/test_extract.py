@@ -128,12 +128,12 @@ def test_patch_tasks_prefer_the_block_that_holds_a_diff():
     assert extract_patch(f"<think>\n{diff}\n") is None  # a diff inside unclosed reasoning is no answer
 
 
-def test_the_readme_lists_the_module_docstrings_rules():
+def test_the_docs_list_the_module_docstrings_rules():
     def rules(text: str) -> list[str]:
         return [" ".join(rule.split()) for rule in re.findall(r"^\d+\. .*?(?=^\d+\. |\Z)", text, re.M | re.S)]
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("<!-- extraction rules -->", 2)[1]
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "verdicts.md").read_text()
+    section = docs.split("<!-- extraction rules -->", 2)[1]
     documented = rules(deepgym.extract.__doc__.split("\n\n", 1)[1])
     assert len(documented) == 8 and rules(section) == [rule.replace("``", "`") for rule in documented]
 

@@ -1,4 +1,4 @@
-"""What a submission can write, exactly as the README's security model says: its scratch space under /tmp,
+"""What a submission can write, exactly as docs/security.md says: its scratch space under /tmp,
 /dev/shm, and POSIX message queues in /dev/mqueue (all in memory, size-limited, gone with the container)."""
 
 from __future__ import annotations
