@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..registration import Registered
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
@@ -186,17 +187,17 @@ class ModalProvider(Provider):
 
         return create_sandbox(self.limits, make, spec)
 
-    def register_image(self, name: str, ref: str, resources) -> bool:
-        """Build ``Image.from_registry(ref)`` in the ``deepgym`` App and record it as ``name``; False when
-        ``name`` is registered already. ``resources`` are unused: Modal sizes each sandbox itself."""
+    def register_image(self, name: str, ref: str, resources) -> Registered:
+        """Build ``Image.from_registry(ref)`` in the ``deepgym`` App and record it as ``name``, unless ``name``
+        is registered already. ``resources`` are unused: Modal sizes each sandbox itself."""
         _, app = self.client()
         with translate_errors(self.sdk, "image"):
             registry = self.registry()
             if registry.contains(name):
-                return False
+                return Registered(created=False)
             image = self.sdk.Image.from_registry(ref).build(app)
             registry.put(name, image.object_id)
-        return True
+        return Registered(created=True)
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Terminate every sandbox of the ``deepgym`` App that carries all of ``labels``."""

@@ -19,7 +19,7 @@ from modal_proto import api_pb2  # noqa: E402
 from deepgym.errors import ConfigurationError  # noqa: E402
 from deepgym.images import image_name  # noqa: E402
 from deepgym.pushed import read_manifest  # noqa: E402
-from deepgym.registration import register, registered_name  # noqa: E402
+from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import (ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec,  # noqa: E402
                              StartFailure)
 from deepgym.sandbox.modal import LABEL, OWNER_LABEL, ModalProvider, translate_errors  # noqa: E402
@@ -82,7 +82,7 @@ def test_row_an_image_modal_cannot_pull_is_image_missing(case, provider):
 @pytest.mark.parametrize("case", MODAL, indirect=True)
 def test_registration_is_idempotent_and_named_by_the_content_hash(case):
     assert register("modal", ["coin_change"], case.standin.manifest, provider=case.provider()) == \
-        [("coin_change", registered_name("coin_change"), False)]
+        [("coin_change", registered_name("coin_change"), Registered(created=False))]
     built = [request for name, request in case.standin.requests if name == "ImageGetOrCreate"]
     pinned = read_manifest(case.standin.manifest)["coin_change"].ref
     assert [list(request.image.dockerfile_commands) for request in built].count([f"FROM {pinned}"]) == 1, \
