@@ -188,8 +188,8 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 def cmd_images_register(args: argparse.Namespace) -> int:
     from .registration import register
 
-    for env, name, created in register(args.provider, args.environments, args.manifest):
-        print(f"{env}: {name} {'registered' if created else 'already registered'}")
+    for env, name, outcome in register(args.provider, args.environments, args.manifest):
+        print(f"{env}: {name} {outcome}")
     return EXIT_OK
 
 
@@ -292,7 +292,8 @@ def parser() -> argparse.ArgumentParser:
                    help=f"the pushed-images manifest to write, merged with what it lists (default: {DEFAULT_MANIFEST})")
     p.set_defaults(func=cmd_images_push)
     p = images.add_parser("register", help="make a provider's snapshot, template or image of each pushed image, "
-                                           "named by its content hash (idempotent)")
+                                           "named by its content hash (idempotent; one whose pull or build "
+                                           "failed is made again)")
     p.add_argument("provider", choices=REGISTERING_PROVIDERS)
     p.add_argument("environments", nargs="+", metavar="ENV")
     p.add_argument("--manifest", default=DEFAULT_MANIFEST, help="the manifest `deepgym images push` wrote "

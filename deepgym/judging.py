@@ -102,6 +102,10 @@ class Images:
         try:
             image = provider.image(ref)
         except ImageMissing:
+            from .registration import REGISTERING_PROVIDERS
+
+            if provider.name in REGISTERING_PROVIDERS:  # its own message names the fix: `images register`
+                raise
             fix = f"pull it with `docker pull {ref}`" if env.id in self.pinned else \
                 f"build it with `deepgym images build {env.id}`"
             raise ImageMissing(f"{ref} is not on the engine; {fix}") from None

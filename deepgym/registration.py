@@ -2,9 +2,14 @@
 image), and ``deepgym images register``.
 
 A registered image is named by the environment's content hash, ``deepgym-<env>-<hash>``, so registering is
-idempotent (a name that exists already holds the same files) and a stale one cannot be picked up: after the
+idempotent (a usable image under that name holds the same files) and a stale one cannot be picked up: after the
 environment's files change, the current name simply does not exist yet and every sample says how to register
-it. Registration reads the digest-pinned references of ``deepgym images push``'s manifest, never a tag.
+it. A name can exist and still be unusable: a Daytona snapshot whose pull failed keeps its name in state
+``error``, an E2B template's name is bound when its build is requested whatever the build's outcome, and a
+Modal image registered by an older deepgym keeps the runner as its entry point. Each provider checks for that
+and makes such an image again (:class:`Registered` says so), so that running ``images register`` again after
+fixing the cause repairs it. Registration reads the digest-pinned references of ``deepgym images push``'s
+manifest, never a tag.
 """
 
 from __future__ import annotations
@@ -36,6 +41,20 @@ def registered_name(env_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class Registered:
+    """What registering one image did, for ``images register`` to tell the user: made it (``created``), found it
+    made and usable, or made it again in place of an unusable one (``replaced`` says what was wrong with it)."""
+
+    created: bool
+    replaced: str = ""
+
+    def __str__(self) -> str:
+        if self.replaced:
+            return f"registered again (the one found {self.replaced})"
+        return "registered" if self.created else "already registered"
+
+
+@dataclass(frozen=True)
 class Resources:
     """What a registered image asks of the provider per sandbox, in the provider's coarse units."""
 
@@ -58,9 +77,9 @@ def resources_for(env_id: str) -> Resources:
 
 
 def register(provider_name: str, env_ids: list[str], manifest: str | Path = DEFAULT_MANIFEST, *,
-             provider=None) -> list[tuple[str, str, bool]]:
+             provider=None) -> list[tuple[str, str, Registered]]:
     """Register each environment's pushed image with ``provider_name``. Returns (environment, registered name,
-    created) per environment; ``created`` is False when it was registered already."""
+    what registering it did) per environment."""
     if provider_name not in REGISTERING_PROVIDERS:
         raise ConfigurationError(f"`images register` knows {', '.join(REGISTERING_PROVIDERS)}, not {provider_name!r}")
     pushed = read_manifest(manifest)

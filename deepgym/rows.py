@@ -16,7 +16,7 @@ deepgym's ``call_based``                          a string of JSON lines, one pe
 deepgym's ``assert_humaneval``                    "prompt"?}``; ``prompt`` (the code prompt) gives the tests
                                                   the helpers it defines
 ``mbpp``, deepgym's ``assert_mbpp``               ``{"test_list": ["assert f(1) == 2", ...],
-                                                  "test_setup_code"?, "test_imports"?}``
+                                                  "test_setup_code"? (text or lines), "test_imports"?}``
 ================================================  ===========================================================
 
 :func:`row_task` checks a row and returns the :class:`RowTask` the client judges. A malformed row raises
@@ -27,8 +27,8 @@ Options come from verl's ``reward_kwargs``: ``scoring`` (``all_or_nothing``, the
 fraction of cases passed; ``continuous``, verl's own: the fraction of the first 10 cases passed, the rest
 never run; for call-based rows 1.0 or 0.0, since verl's prime_code runs their per-case pass without
 ``fn_name``) and the limits ``case_cpu_s``, ``total_cpu_s``, ``memory_mb``, ``output_kb``, ``pids``, ``nofile``,
-``tmpfs_mb`` (defaults: :data:`ROW_LIMITS`; ``output_kb`` at least twice the longest expected output plus
-64 KiB, ``tmpfs_mb`` at least the longest input plus 64 MiB).
+``tmpfs_mb`` (defaults: :data:`ROW_LIMITS`; ``output_kb`` at least twice the longest expected output, a stdin
+text or a call-based value as JSON, plus 64 KiB, ``tmpfs_mb`` at least the longest input plus 64 MiB).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
+from .runner import literal
 from .runner.protocol import Limits
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ CONTINUOUS_CASES = 10
 ROW_LIMITS = Limits(case_cpu_s=4.0, total_cpu_s=60.0, memory_mb=1024, pids=64, nofile=256, output_kb=1024,
                     tmpfs_mb=64, cpus=1.0)
 LIMIT_KEYS = ("case_cpu_s", "total_cpu_s", "memory_mb", "pids", "nofile", "output_kb", "tmpfs_mb")
+# Python's int() refuses more decimal digits than 4,300 (sys.get_int_max_str_digits); shorter literals convert
+# at once, longer ones in halves.
+INT_DIGITS_AT_ONCE = 4_000
 
 
 class MalformedRows:
@@ -135,11 +139,48 @@ def _text(value: Any, field: str) -> str:
     return value
 
 
+def _whole(digits: str) -> int:
+    """A JSON integer literal of any length. The row is the user's own data, so its integers are not capped
+    as Python caps untrusted text; converting in halves keeps a long one subquadratic."""
+    if len(digits) <= INT_DIGITS_AT_ONCE:
+        return int(digits)
+    if digits.startswith("-"):
+        return -_whole(digits[1:])
+    low = digits[len(digits) // 2:]
+    return _whole(digits[:len(digits) // 2]) * 10 ** len(low) + _whole(low)
+
+
 def _json(text: str, field: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError as exc:
+        return json.loads(text, parse_int=_whole)
+    except (ValueError, RecursionError) as exc:
         raise _bad(field, f"is not valid JSON ({exc})", "write it as json.dumps of the value") from None
+
+
+def _key(key: Any, field: str) -> str:
+    """A dict key as JSON text spells it (the row's object form means what its JSON text would)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, (bool, int, float)):
+        return json.dumps(key)
+    raise _bad(field, f"has a key of type {type(key).__name__}", "use string keys, as JSON has")
+
+
+def _json_value(value: Any, field: str, depth: int = 0) -> Any:
+    """``value`` as its JSON text would read back (tuples and parquet's arrays as lists, keys as strings), so a
+    row given as an object is judged as the same row given as text. Refused: what JSON has no form for, and
+    what nests deeper than the runner passes values (literal.MAX_DEPTH)."""
+    value = _plain(value)
+    if depth > literal.MAX_DEPTH:
+        raise _bad(field, f"nests more than {literal.MAX_DEPTH} levels deep", "give a value of fewer levels")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item, field, depth + 1) for item in value]
+    if isinstance(value, Mapping):
+        return {_key(key, field): _json_value(item, field, depth + 1) for key, item in value.items()}
+    raise _bad(field, f"holds a {type(value).__name__}, which JSON has no form for",
+               "give plain JSON values (numbers, strings, booleans, null, lists, objects)")
 
 
 def _code(text: Any, field: str) -> str:
@@ -212,7 +253,9 @@ def _call_tests(truth: Mapping[str, Any]) -> dict[str, Any]:
             raise _bad(f"ground_truth.inputs[{n}]", f"is a {type(raw_in).__name__}",
                        "give the arguments as a list, or as JSON lines (one per argument)")
         expected = _json(raw_out, f"ground_truth.outputs[{n}]") if isinstance(raw_out, str) else raw_out
-        cases.append({"args": args, "expected": expected})
+        # As data the runner can pass on (deepgym/runner/literal.py: integers of any length).
+        cases.append({"args": literal.encode(_json_value(args, f"ground_truth.inputs[{n}]")),
+                      "expected": literal.encode(_json_value(expected, f"ground_truth.outputs[{n}]"))})
     return {"format": "call", "fn_name": fn_name, "cases": cases}
 
 
@@ -256,7 +299,13 @@ def _mbpp_tests(truth: Mapping[str, Any]) -> dict[str, Any]:
     imports = _plain(truth.get("test_imports")) or []
     if not isinstance(imports, list):
         raise _bad("ground_truth.test_imports", "is not a list", "give the import lines as a list")
-    setup = _code("\n".join([*map(str, imports), truth.get("test_setup_code") or ""]), "ground_truth.test_setup_code")
+    for n, line in enumerate(imports):
+        if not isinstance(line, str):
+            raise _bad(f"ground_truth.test_imports[{n}]", f"is a {type(line).__name__}, not a line of code",
+                       "give each import line as a string")
+    setup_code = truth.get("test_setup_code")
+    setup_code = "" if setup_code is None else _text(setup_code, "ground_truth.test_setup_code")
+    setup = _code("\n".join([*imports, setup_code]), "ground_truth.test_setup_code")
     names = _called_names(lines, setup)
     if not names:
         raise _bad("ground_truth.test_list", "calls no function of the submission", "give assert lines that call it")
@@ -276,11 +325,20 @@ def _ground_truth(raw: Any) -> Mapping[str, Any]:
     return raw
 
 
-def _largest(tests: dict[str, Any], key: str) -> int:
-    """The longest stdin case's ``input`` or ``output`` in bytes (0 for other formats)."""
-    if tests["format"] != "stdin":
-        return 0
-    return max(len(case[key].encode()) for case in tests["cases"])
+def _largest_output(tests: dict[str, Any]) -> int:
+    """The longest expected output in bytes as it comes back: a stdin case's text, or a call-based case's
+    value as JSON in the worker's reply line (the reply is output too, under the same cap). 0 for assert rows,
+    whose values are in their code."""
+    if tests["format"] == "stdin":
+        return max(len(case["output"].encode()) for case in tests["cases"])
+    if tests["format"] == "call":
+        return max(len(json.dumps(case["expected"])) for case in tests["cases"])
+    return 0
+
+
+def _largest_input(tests: dict[str, Any]) -> int:
+    """The longest stdin case's input in bytes (it sits in the sandbox's /tmp); 0 for other formats."""
+    return max(len(case["input"].encode()) for case in tests["cases"]) if tests["format"] == "stdin" else 0
 
 
 def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) -> RowTask:
@@ -298,10 +356,10 @@ def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) ->
     elif scoring == "continuous":
         tests["cases"] = tests["cases"][:CONTINUOUS_CASES]
     # A case's input sits in the sandbox's /tmp while it runs, and its output must fit under the output cap.
-    needed_kb = math.ceil(2 * _largest(tests, "output") / 1024) + 64
+    needed_kb = math.ceil(2 * _largest_output(tests) / 1024) + 64
     if needed_kb > limits.output_kb:
         limits = limits.replace(output_kb=min(needed_kb, int(LIMIT_RANGES["output_kb"][1])))
-    needed_mb = math.ceil(_largest(tests, "input") / (1 << 20)) + 64
+    needed_mb = math.ceil(_largest_input(tests) / (1 << 20)) + 64
     if needed_mb > limits.tmpfs_mb:
         limits = limits.replace(tmpfs_mb=min(needed_mb, int(LIMIT_RANGES["tmpfs_mb"][1])))
     environment = Environment(id=RUNTIME, kind="row", prompt="", path=bundle_root() / "images" / RUNTIME,

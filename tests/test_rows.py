@@ -18,6 +18,9 @@ from deepgym.rows import ALIASES, malformed_rows, row_task
 from deepgym.runner import literal
 
 STDIN = json.dumps({"inputs": ["1\n", "2\n"], "outputs": ["1\n", "4\n"]})
+DEEP = [1]
+for _ in range(literal.MAX_DEPTH):
+    DEEP = [DEEP]
 
 
 @pytest.mark.parametrize("data_source,truth,field", [
@@ -35,6 +38,15 @@ STDIN = json.dumps({"inputs": ["1\n", "2\n"], "outputs": ["1\n", "4\n"]})
     ("openai_humaneval", {"test": "def check(c): pass"}, "ground_truth.entry_point"),
     ("mbpp", {"test_list": []}, "ground_truth.test_list: is missing"),
     ("mbpp", {"test_list": ["assert len([]) == 0"]}, "ground_truth.test_list: calls no function"),
+    ("mbpp", {"test_list": ["assert f(1)"], "test_setup_code": 5}, "ground_truth.test_setup_code: is a int"),
+    ("mbpp", {"test_list": ["assert f(1)"], "test_setup_code": ["x = 1", 2]}, "ground_truth.test_setup_code: is a list"),
+    ("mbpp", {"test_list": ["assert f(1)"], "test_imports": ["import math", None]}, "ground_truth.test_imports[1]: is"),
+    ("apps", {"fn_name": "f", "inputs": [[object()]], "outputs": [1]}, "ground_truth.inputs[0]: holds a object"),
+    ("apps", {"fn_name": "f", "inputs": [[1]], "outputs": [{(1, 2): 3}]}, "ground_truth.outputs[0]: has a key of type"),
+    ("apps", {"fn_name": "f", "inputs": [[1]], "outputs": [DEEP]},
+     "ground_truth.outputs[0]: nests more than 30 levels"),
+    ("apps", '{"fn_name": "f", "inputs": [[1]], "outputs": [' + "[" * 100_000 + "]" * 100_000 + "]}",
+     "ground_truth: is not valid JSON"),
 ])
 def test_a_malformed_row_names_its_field(data_source, truth, field):
     before = malformed_rows.snapshot()["malformed"]
@@ -66,7 +78,8 @@ def test_formats_and_options():
     assert lines.tests["cases"] == [{"input": "1\n2", "output": "3\n4"}]  # lists of lines, joined as verl does
     call = row_task("apps", {"fn_name": "f", "inputs": ['[1, 2]\n{"a": 1}', [3, 4]], "outputs": ["[3]", [7]]})
     assert call.format == "call_based" and call.environment.entry_point == "f"
-    assert call.tests["cases"] == [{"args": [[1, 2], {"a": 1}], "expected": [3]}, {"args": [3, 4], "expected": [7]}]
+    assert [(literal.decode(case["args"]), literal.decode(case["expected"])) for case in call.tests["cases"]] == \
+        [([[1, 2], {"a": 1}], [3]), ([3, 4], [7])]
     many = json.dumps({"inputs": [str(n) for n in range(25)], "outputs": [str(n) for n in range(25)]})
     assert row_task("apps", many, {"scoring": "continuous"}).cases == 10
     assert row_task("apps", many, {"scoring": "continuous"}).environment.scoring == "partial"
@@ -76,11 +89,44 @@ def test_formats_and_options():
     assert big.environment.limits.output_kb >= 4096 + 64 and big.environment.limits.tmpfs_mb >= 3 + 64
     mbpp = row_task("mbpp", {"test_list": ["assert f(1) == helper(1)"], "test_setup_code": "def helper(x): return x"})
     assert mbpp.tests["names"] == ["f"] and mbpp.tests["setup"].strip() == "def helper(x): return x"
+    lines = row_task("mbpp", {"test_list": ["assert f(1) == helper(1)"], "test_imports": ["import math"],
+                              "test_setup_code": ["def helper(x):", "    return x"]})  # a list of lines, as shipped
+    assert lines.tests["setup"] == "import math\ndef helper(x):\n    return x" and lines.tests["names"] == ["f"]
     assert {ALIASES[name] for name in ("codecontests", "apps", "codeforces", "taco")} == {"apps"}
 
 
+def test_call_based_rows_get_an_output_cap_that_fits_their_longest_expected_value():
+    """The worker's reply carries the value as JSON, so the cap fits it (twice over, plus 64 KiB), as for stdin."""
+    small = row_task("apps", {"fn_name": "s", "inputs": [[1]], "outputs": [["x"]]})
+    assert small.environment.limits.output_kb == 1024
+    big = row_task("apps", {"fn_name": "s", "inputs": [[1_100_000]], "outputs": [["x" * 1_100_000]]})
+    assert big.environment.limits.output_kb >= 2 * 1_100_000 // 1024 + 64
+    escaped = row_task("call_based", {"fn_name": "s", "inputs": [[1]], "outputs": [["\u00e9" * 600_000]]})
+    assert escaped.environment.limits.output_kb >= 2 * 6 * 600_000 // 1024  # \u00e9 is six bytes in the reply
+    mbpp = row_task("mbpp", {"test_list": ["assert f(1) == 1"]})
+    assert mbpp.environment.limits.output_kb == 1024
+
+
+def test_integers_of_any_length_are_read_alike_as_text_and_as_objects():
+    """Python's int() refuses over 4,300 digits; a row's own integers are read whole, and cross in hexadecimal."""
+    huge = 10 ** 5000
+    as_object = row_task("apps", {"fn_name": "p", "inputs": [[5000]], "outputs": [[huge]]})
+    digits = "1" + "0" * 5000  # str(huge) itself is refused by Python's limit
+    as_text = row_task("apps", '{"fn_name": "p", "inputs": ["5000"], "outputs": ["[' + digits + ']"]}')
+    verl_lines = row_task("apps", json.dumps({"fn_name": "p", "inputs": ["[1]"], "outputs": ["1"]})
+                          .replace('"[1]"', '"' + digits + '"'))
+    assert literal.decode(as_object.tests["cases"][0]["expected"]) == [huge]
+    assert as_text.tests == as_object.tests
+    assert literal.decode(verl_lines.tests["cases"][0]["args"]) == [huge]
+    assert -huge == literal.decode(json.loads(json.dumps(literal.encode(-huge))))
+    assert literal.encode(2 ** literal.JSON_INT_BITS - 1) == 2 ** literal.JSON_INT_BITS - 1  # still a JSON number
+    assert literal.encode(2 ** literal.JSON_INT_BITS) == {"i": "1" + "0" * (literal.JSON_INT_BITS // 4)}
+    for garbage in ("", "-", "0x1f", "1_0", "+1", " 1", "1F", "--1", "g", 31, None, ["1"]):
+        assert literal.decode({"i": garbage}) is literal.INVALID, garbage
+
+
 LITERALS = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=5) | st.binary(max_size=5),
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2 ** 20000), max_value=2 ** 20000) | st.floats(allow_nan=True) | st.text(max_size=5) | st.binary(max_size=5),
     lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner) | st.frozensets(st.integers(), max_size=3)
     | st.sets(st.text(max_size=3), max_size=3) | st.dictionaries(st.integers() | st.text(max_size=3), inner, max_size=3),
     max_leaves=12)
@@ -108,7 +154,7 @@ def test_literals_cross_as_themselves(value):
 @settings(max_examples=300, derandomize=True)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4) | st.floats(),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
-                        ["t", "s", "F", "d", "f", "b", "c", "x"]), inner, max_size=2), max_leaves=10))
+                        ["t", "s", "F", "d", "f", "b", "c", "i", "x"]), inner, max_size=2), max_leaves=10))
 def test_decoding_garbage_never_raises(data):
     value = literal.decode(data)
     assert value is literal.INVALID or isinstance(value, (type(None), bool, int, float, str, bytes, complex, list,
@@ -164,3 +210,18 @@ def test_the_datasets_command_writes_parquet(tmp_path, capsys):
     assert set(json.loads(table[0]["reward_model"]["ground_truth"])) == {"test", "entry_point", "prompt"}
     assert main(["datasets", str(tmp_path / "missing.jsonl"), "-o", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_what_a_submission_raises_means_the_same_in_the_trusted_tests():
+    """Exceptions that end an iteration, or that would stop the tests' process, arrive as RuntimeError; a
+    builtin that needs more than a message arrives as its nearest ancestor that takes one."""
+    from deepgym.runner.row_tests import raised
+
+    for name in ("StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit",
+                 "BaseException", "MyOwnError", "", "__import__"):
+        error = raised(name, "boom")
+        assert type(error) is RuntimeError and "boom" in str(error), name
+    assert type(raised("ValueError", "bad")) is ValueError and str(raised("ValueError", "bad")) == "bad"
+    assert type(raised("AssertionError", "x")) is AssertionError
+    assert type(raised("UnicodeDecodeError", "x")) is UnicodeError
+    assert type(raised("ExceptionGroup", "x")) is Exception

@@ -221,6 +221,115 @@ def test_hostile_submissions_on_call_based_and_assert_rows(row_gym):
             assert all(SECRET not in (case.actual or "") for case in outcome.cases), (name, task.format)
 
 
+def test_a_call_based_row_with_an_expected_output_over_a_mebibyte(row_gym):
+    """The worker's reply carries the result, so the output cap is raised to fit it, as for stdin rows."""
+    task = row_task("apps", {"fn_name": "s", "inputs": [[1_100_000]], "outputs": [["x" * 1_100_000]]})
+    right = row_gym.judge(task, fenced("def s(n):\n    return 'x' * n\n"))
+    assert right.has_verdict and right.score == 1.0, right
+    longer = row_gym.judge(task, fenced("def s(n):\n    return 'x' * (n + 1)\n"))
+    assert longer.score == 0.0 and longer.error_type == "wrong_answer"
+
+
+def test_integers_of_any_length_cross_both_ways(row_gym):
+    """Over 4,300 digits Python will not write or read an integer in decimal; such values cross in hexadecimal,
+    as arguments, as results and in the trusted tests' comparisons."""
+    factorial = row_task("openai_humaneval", {
+        "test": "import math\ndef check(candidate):\n    assert candidate(3000) == math.factorial(3000)\n"
+                "    assert candidate(-2 ** 20000) == -2 ** 20000\n", "entry_point": "fact"})
+    right = "import math\ndef fact(n):\n    return math.factorial(n) if n >= 0 else n\n"
+    off_by_one = "import math\ndef fact(n):\n    return math.factorial(n) + 1 if n >= 0 else n\n"
+    huge = 10 ** 5000
+    as_object = row_task("apps", {"fn_name": "p", "inputs": [[5000, huge]], "outputs": [[huge]]})
+    as_text = row_task("apps", '{"fn_name": "p", "inputs": ["5000\\n1' + "0" * 5000 + '"], "outputs": ["1'
+                       + "0" * 5000 + '"]}')
+    mbpp = row_task("mbpp", {"test_list": ["assert p(5000, 10 ** 5000) == 10 ** 5000"]})
+    echo = "def p(n, same):\n    assert same == 10 ** n\n    return same\n"
+    jobs = [(factorial, right, 1.0), (factorial, off_by_one, 0.0), (as_object, echo, 1.0), (as_text, echo, 1.0),
+            (mbpp, echo, 1.0), (as_object, "def p(n, same):\n    return same - 1\n", 0.0)]
+    batch = row_gym.run_batch([job[0] for job in jobs], [fenced(job[1]) for job in jobs], max_parallel=2)
+    for (task, code, score), outcome in zip(jobs, batch):
+        assert outcome.has_verdict and outcome.score == score, (task.format, code, outcome)
+
+
+# Each line ends its iteration early if the submission's exception reaches it as itself: map(), an iterator's
+# __next__ and an async iterator's __anext__ take StopIteration and StopAsyncIteration for "no more items".
+ITERATIONS = {
+    "test_setup_code": "PAIRS = [(1, 'a'), (2, 'b')]\n"
+                       "class Checks:\n"
+                       "    def __init__(self):\n"
+                       "        self.left = list(PAIRS)\n"
+                       "    def __iter__(self):\n"
+                       "        return self\n"
+                       "    def __next__(self):\n"
+                       "        if not self.left:\n"
+                       "            raise StopIteration\n"
+                       "        x, y = self.left.pop(0)\n"
+                       "        return answer(x) == y\n"
+                       "    def __aiter__(self):\n"
+                       "        return self\n"
+                       "    async def __anext__(self):\n"
+                       "        if not self.left:\n"
+                       "            raise StopAsyncIteration\n"
+                       "        x, y = self.left.pop(0)\n"
+                       "        return answer(x) == y\n"
+                       "async def collect():\n"
+                       "    return [ok async for ok in Checks()]\n"
+                       "def finish(coroutine):\n"
+                       "    try:\n"
+                       "        coroutine.send(None)\n"
+                       "    except StopIteration as done:\n"
+                       "        return done.value\n",
+    "test_list": ["assert all(map(lambda p: answer(p[0]) == p[1], PAIRS))", "assert all(Checks())",
+                  "assert all(finish(collect()))", "assert [answer(x) for x, _ in PAIRS] == ['a', 'b']"]}
+
+
+def test_an_exception_that_ends_iterations_cannot_pass_a_test(row_gym):
+    """StopIteration from the submission would end the tests' map() and score 1.0; it, StopAsyncIteration and
+    the exceptions that stop a process (which the tests' own code must not be able to catch as something else)
+    arrive as RuntimeError and fail every line. A right answer passes every line."""
+    humaneval = row_task("openai_humaneval", {
+        "test": "def check(candidate):\n    assert all(map(lambda p: candidate(p[0]) == p[1], [(1, 'a'), (2, 'b')]))\n",
+        "entry_point": "answer"})
+    lines = row_task("mbpp", ITERATIONS, {"scoring": "partial"})
+    raising = ["StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit",
+               "type('Stop', (StopIteration,), {})"]
+    jobs = [(task, f"def answer(x):\n    raise {name}\n", 0.0) for name in raising for task in (humaneval, lines)]
+    jobs += [(task, "def answer(x):\n    return 'ab'[x - 1]\n", 1.0) for task in (humaneval, lines)]
+    batch = row_gym.run_batch([job[0] for job in jobs], [fenced(job[1]) for job in jobs], max_parallel=2)
+    for (task, code, score), outcome in zip(jobs, batch):
+        assert outcome.has_verdict and outcome.score == score, (task.format, code, outcome)
+        assert score or all("RuntimeError" in (case.error or "") for case in outcome.cases), outcome.cases
+
+
+def test_a_builtin_exception_reaches_the_tests_as_one_they_can_catch(row_gym):
+    """A right answer that raises what the tests expect passes: UnicodeDecodeError, whose constructor wants five
+    arguments, arrives as UnicodeError, which the tests' ``except ValueError`` catches."""
+    task = row_task("openai_humaneval", {
+        "test": "def check(candidate):\n    try:\n        candidate(b'\\xff')\n    except ValueError:\n        pass\n"
+                "    else:\n        assert False, 'no error'\n    assert candidate(b'a') == 'a'\n",
+        "entry_point": "text"})
+    right = row_gym.judge(task, fenced("def text(data):\n    return data.decode('utf-8')\n"))
+    assert right.has_verdict and right.score == 1.0, right
+    silent = row_gym.judge(task, fenced("def text(data):\n    return data.decode('utf-8', 'replace')\n"))
+    assert silent.score == 0.0
+
+
+def test_keyword_arguments_are_forwarded(row_gym):
+    task = row_task("mbpp", {"test_list": ["assert power(base=2, exp=10) == 1024",
+                                           "assert power(3, exp=2) == 9", "assert power(*[2], **{'exp': 3}) == 8"]})
+    right = row_gym.judge(task, fenced("def power(base, exp):\n    return base ** exp\n"))
+    assert right.has_verdict and right.score == 1.0, right
+    swapped = row_gym.judge(task, fenced("def power(exp, base):\n    return base ** exp\n"))
+    assert swapped.has_verdict and swapped.score == 0.0
+
+
+def test_setup_code_given_as_lines_runs(row_gym):
+    task = row_task("mbpp", {"test_list": ["assert double(twice) == 4"], "test_imports": ["import math"],
+                             "test_setup_code": ["twice = 2", "assert math.pi > 3"]})
+    assert row_gym.judge(task, fenced("def double(x):\n    return 2 * x\n")).score == 1.0
+    assert row_gym.judge(task, fenced("def double(x):\n    return x\n")).score == 0.0
+
+
 # ---------------------------------------------------------------------------------------------------- the zygote
 
 THREE_CASES = json.dumps({"inputs": ["1\n", "2\n", "3\n"], "outputs": ["ok\n", "ok\n", "ok\n"]})

@@ -6,7 +6,12 @@ into an error, so a test comparing ``candidate(x) == (1, 2)`` could not be judge
 value instead: ``None``, booleans, integers, strings and lists as themselves, and the rest tagged in a
 one-key object: ``{"f": "inf"}`` (a float, by ``repr``: ``nan``, ``-0.0`` and every bit kept), ``{"t": [...]}``
 a tuple, ``{"s": [...]}`` a set, ``{"F": [...]}`` a frozenset, ``{"d": [[key, value], ...]}`` a dict (keys of
-any hashable type, order kept), ``{"b": "<base64>"}`` bytes, ``{"c": [real, imag]}`` a complex number.
+any hashable type, order kept), ``{"b": "<base64>"}`` bytes, ``{"c": [real, imag]}`` a complex number, and
+``{"i": "-1f..."}`` an integer of more than :data:`JSON_INT_BITS` bits, in hexadecimal.
+
+Why hexadecimal: Python refuses to write or read an integer of more than 4,300 decimal digits (the conversion
+is quadratic), so ``math.factorial(3000)`` could not cross as a JSON number at all; hexadecimal converts in
+linear time and has no such limit.
 
 Only these types cross. :func:`decode` builds nothing but plain builtins from whatever it is given, so an
 object with a rigged ``__eq__`` in the submission's process arrives as its plain value or not at all;
@@ -21,6 +26,10 @@ from typing import Any
 
 # Deeper values are refused on both sides: the decoder recurses, and no test's value nests this deep.
 MAX_DEPTH = 30
+# Integers up to this many bits cross as JSON numbers (at most 4,215 decimal digits, under Python's 4,300);
+# longer ones as hexadecimal text.
+JSON_INT_BITS = 14_000
+HEX_DIGITS = "0123456789abcdef"
 
 
 class Unencodable(TypeError):
@@ -41,6 +50,8 @@ def encode(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise Unencodable(f"the value nests more than {MAX_DEPTH} levels deep")
     kind = type(value)
+    if kind is int and value.bit_length() > JSON_INT_BITS:
+        return {"i": format(value, "x")}
     if value is None or kind in (bool, int, str):
         return value
     if kind is float:
@@ -69,6 +80,17 @@ def _float(text: Any) -> Any:
         return INVALID
 
 
+def _int(text: Any) -> Any:
+    """Hexadecimal digits, with a leading ``-`` for a negative number, as the integer; nothing else
+    (``int(text, 16)`` alone would also take ``0x``, ``_``, ``+`` and spaces)."""
+    if not isinstance(text, str):
+        return INVALID
+    digits = text[1:] if text.startswith("-") else text
+    if not digits or digits.lstrip(HEX_DIGITS):
+        return INVALID
+    return int(text, 16)
+
+
 def decode(data: Any, depth: int = 0) -> Any:
     """The value :func:`encode` made ``data`` from, built from plain builtins only; :data:`INVALID` when
     ``data`` is not such an encoding (never raises)."""
@@ -84,6 +106,8 @@ def decode(data: Any, depth: int = 0) -> Any:
     ((tag, body),) = data.items()
     if tag == "f":
         return _float(body)
+    if tag == "i":
+        return _int(body)
     if tag == "b":
         try:
             return base64.b64decode(body, validate=True) if isinstance(body, str) else INVALID

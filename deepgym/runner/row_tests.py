@@ -10,7 +10,8 @@ and the dataset's test code) runs once; then every name in ``names`` is bound to
 each call to the submission as data (:mod:`literal`), through the runner, and returns the submission's
 result as a plain value, so each ``assert`` compares plain values here. Each case's code then runs in turn.
 
-To the runner (replies fd): ``{"event": "call", "name", "args"}`` for each forwarded call, answered by
+To the runner (replies fd): ``{"event": "call", "name", "args", "kwargs"}`` for each forwarded call (positional
+and keyword arguments alike, as data), answered by
 ``{"reply": {"ok", "value", "raises", "error"}}``; ``{"event": "case", "index", "passed", "error"}`` after
 each case; ``{"event": "setup_error", "error"}`` when the dataset's own code does not run; ``{"event": "done"}``.
 """
@@ -26,28 +27,49 @@ from typing import Any, Callable
 from . import literal
 from .worker import confine, describe
 
-# Exceptions a submission's call may raise into the tests by name; the rest (SystemExit and friends, or
-# classes of its own) arrive as RuntimeError.
+# Exceptions a submission's call may raise into the tests by name; the rest (SystemExit, KeyboardInterrupt,
+# GeneratorExit, classes of its own) arrive as RuntimeError, so the tests' ``except Exception`` sees them as
+# any failure and nothing stops the tests' process but the tests.
 _FORWARDED = {name: value for name, value in vars(builtins).items()
               if isinstance(value, type) and issubclass(value, Exception)}
+# Exceptions that end an iteration rather than report a failure: raised inside the tests' ``map()``, ``filter()``
+# or an iterator's ``__next__``/``__anext__``, they would end the loop early and skip the cases it had left
+# (``all(map(...))`` of nothing is True). They arrive as RuntimeError, as PEP 479 makes them leave a generator.
+_ENDS_ITERATION = ("StopIteration", "StopAsyncIteration")
 
 
 class SubmissionFailed(RuntimeError):
     """The submission's result cannot be used as a value (it is not plain data)."""
 
 
+def _constructed(kind: type[BaseException], message: str) -> BaseException | None:
+    try:
+        return kind(message)
+    except TypeError:
+        return None
+
+
+def raised(name: str, message: str) -> BaseException:
+    """The exception the tests see for a submission's call that raised ``name`` (the worker's word, so only
+    the builtin of that name or RuntimeError). A builtin whose constructor wants more than a message
+    (UnicodeDecodeError, ExceptionGroup) arrives as its nearest ancestor that takes one, so the tests'
+    ``except ValueError`` still catches it."""
+    if name in _ENDS_ITERATION:
+        return RuntimeError(f"the submission raised {name}: {message}")
+    kinds = _FORWARDED.get(name, RuntimeError).__mro__
+    return next(error for error in (_constructed(kind, message) for kind in kinds) if error is not None)
+
+
 def _stand_in(name: str, send: Callable[[dict], None], receive: Callable[[], dict]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            raise TypeError(f"{name}() was called with keyword arguments, which the tests cannot forward")
-        send({"event": "call", "name": name, "args": literal.encode(list(args))})
+        send({"event": "call", "name": name, "args": literal.encode(list(args)), "kwargs": literal.encode(kwargs)})
         reply = receive()["reply"]
         if reply["ok"]:
             value = literal.decode(reply["value"])
             if value is literal.INVALID:
                 raise SubmissionFailed(f"{name}() returned a value that is not plain data")
             return value
-        raise _FORWARDED.get(reply.get("raises"), RuntimeError)(reply.get("error") or "")
+        raise raised(reply.get("raises") or "", reply.get("error") or "")
 
     call.__name__ = call.__qualname__ = name
     return call

@@ -6,7 +6,8 @@ sees one case's input at a time.
 
 - ``stdin``: ``{"cases": [{"input": str, "output": str}, ...]}``. The program reads the input on stdin; its
   output is compared in the runner by :func:`apps_output_matches`, the rule verl's ``prime_code`` applies.
-- ``call``: ``{"fn_name", "cases": [{"args": [...], "expected": ...}, ...]}`` (JSON values). The runner calls
+- ``call``: ``{"fn_name", "cases": [{"args": [...], "expected": ...}, ...]}`` (the row's JSON values in
+  :mod:`literal`'s encoding, so an integer of any length crosses). The runner calls
   the function (a method of ``class Solution`` when the code has one) with the arguments as data
   (:mod:`literal`) and compares the plain result in the runner by :func:`apps_result_matches`.
 - ``assert``: ``{"setup": code, "names": [...], "cases": [code, ...]}``. A trusted process of its own
@@ -178,8 +179,12 @@ def _compare_output(actual: bytes, expected: str) -> Fault | None:
 
 def _call(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
-    prepared = [(str(index), *prime_call_case(case["args"], case["expected"])) for index, case in
-                enumerate(tests["cases"])]
+    prepared = []
+    for index, case in enumerate(tests["cases"]):
+        args, expected = decode(case["args"]), decode(case["expected"])
+        if type(args) is not list or expected is INVALID:
+            raise RowTestsBroken(f"case {index} of the row's tests is not literal data")
+        prepared.append((str(index), *prime_call_case(args, expected)))
 
     def fail(case: tuple, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
         return {"id": case[0], "passed": False, "input": shown(case[1]), "expected": shown(case[2]), "actual": None,
@@ -262,8 +267,8 @@ class _AssertSession:
                 self.load_fault = ready
                 return ready
         call_id = secrets.token_hex(8)
-        outcome = self.worker.call({"id": call_id, "name": call.get("name"), "args": call.get("args")}, self.limits,
-                                   cpu_limit)
+        outcome = self.worker.call({"id": call_id, "name": call.get("name"), "args": call.get("args"),
+                                    "kwargs": call.get("kwargs")}, self.limits, cpu_limit)
         self.budget.spend(outcome.usage)
         return _reply(outcome, "running a call of the tests", call_id, self.limits)
 

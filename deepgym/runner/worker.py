@@ -8,8 +8,8 @@ again) and volunteers as the first victim of an out-of-memory kill. Then, by mod
 
 - ``function SCRATCH REQUESTS_FD REPLIES_FD``: load the submission as module ``solution`` and answer calls.
   The runner sends arguments as JSON; the worker replies with the return value as JSON (for a row's tests,
-  both in :mod:`literal`'s richer encoding). Only plain data crosses, so a rigged ``__eq__`` gains nothing:
-  the runner, or a row's trusted test process, does every comparison.
+  both in :mod:`literal`'s richer encoding, keyword arguments too). Only plain data crosses, so a rigged
+  ``__eq__`` gains nothing: the runner, or a row's trusted test process, does every comparison.
 - ``probe REPO REQUESTS_FD REPLIES_FD``: the same for a patch task's hidden probes: with the patched
   repository importable, run the probes' setup once, then evaluate one probe expression per call.
 - ``script PATH``: run a submitted program as ``__main__`` (stdin and stdout are the runner's pipes).
@@ -137,7 +137,11 @@ def load_solution(scratch_root: str) -> Callable[[dict], Callable[[dict], Any]]:
             return lambda request: entries[names[0]](*request["args"])
         from . import literal
 
-        return lambda request: literal.encode(entries[request.get("name", names[0])](*literal.decode(request["args"])))
+        def call(request: dict) -> Any:
+            kwargs = literal.decode(request["kwargs"]) if request.get("kwargs") is not None else {}
+            return literal.encode(entries[request.get("name", names[0])](*literal.decode(request["args"]), **kwargs))
+
+        return call
 
     return load
 

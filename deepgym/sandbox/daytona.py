@@ -26,11 +26,13 @@ import math
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..registration import Registered
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
@@ -41,6 +43,11 @@ OWNER_LABEL = "deepgym.owner"
 CREATE_TIMEOUT_S = 120.0
 DELETE_TIMEOUT_S = 30.0
 SNAPSHOT_TIMEOUT_S = 1800.0
+REMOVE_TIMEOUT_S = 120.0
+REMOVE_POLL_S = 0.5
+# Snapshot states (Daytona's SnapshotState): a failed pull or build, and one still being made.
+FAILED_STATES = ("error", "build_failed")
+PENDING_STATES = ("pending", "pulling", "building", "snapshotting")
 # A snapshot's main process: the image's own entry point is the runner, which must not start by itself.
 SNAPSHOT_ENTRYPOINT = ["sleep", "infinity"]
 
@@ -112,6 +119,11 @@ def _transport_failure(exc: BaseException) -> bool:
     return False
 
 
+def _state(snapshot: Any) -> str:
+    """A snapshot's state in lower case, as Daytona's SnapshotState values are spelled."""
+    return str(getattr(snapshot.state, "value", snapshot.state)).lower()
+
+
 class DaytonaProvider(Provider):
     """Sandboxes from registered snapshots on the Daytona account the settings name."""
 
@@ -166,8 +178,14 @@ class DaytonaProvider(Provider):
             raise ImageMissing(f"Daytona has no snapshot {name} for {env}'s current files; register it: "
                                f"`deepgym images push --registry R {env}` then `deepgym images register daytona "
                                f"{env}`") from None
-        if str(getattr(snapshot.state, "value", snapshot.state)).lower() != "active":
-            raise ImageMissing(f"Daytona snapshot {name} is {snapshot.state}, not active; activate or register it")
+        state = _state(snapshot)
+        if state in FAILED_STATES:
+            reason = snapshot.error_reason or "no reason given"
+            raise ImageMissing(f"Daytona snapshot {name} is in state {state} ({reason}); fix the cause, then "
+                               f"`deepgym images register daytona {env}` makes it again")
+        if state != "active":
+            raise ImageMissing(f"Daytona snapshot {name} is {state}, not active; activate it in Daytona, or wait "
+                               "until it is made")
         return Image(id=name, labels={HASH_LABEL: content_hash(env)})
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
@@ -207,23 +225,49 @@ class DaytonaProvider(Provider):
                     removed += 1
         return removed
 
-    def register_image(self, name: str, ref: str, resources) -> bool:
-        """Make snapshot ``name`` from the pushed image ``ref``; False when it exists already."""
+    def register_image(self, name: str, ref: str, resources) -> Registered:
+        """Make snapshot ``name`` from the pushed image ``ref``, unless a usable one is there already. One whose
+        pull or build failed keeps its name (state ``error`` or ``build_failed``) and could never start a
+        sandbox: it is deleted and made again, so that registering again after fixing the cause repairs it."""
         client = self.client()
-        e = _errors(self.sdk)
         with translate_errors(self.sdk, "start"):
-            try:
-                client.snapshot.get(name)
-                return False
-            except e.DaytonaNotFoundError:
-                pass
+            found = self._snapshot(client, name)
+            state = None if found is None else _state(found)
+            replaced = ""
+            if state in FAILED_STATES:
+                replaced = f"was in state {state}: {getattr(found, 'error_reason', None) or 'no reason given'}"
+                client.snapshot.delete(found)
+            elif state in PENDING_STATES:
+                raise StartFailure(f"Daytona snapshot {name} is still being made (state {state}); run `deepgym "
+                                   "images register daytona` again once it is active or has failed")
+            elif state not in (None, "removing"):  # active, or inactive (sandboxes then say to activate it)
+                return Registered(created=False)
+            if state is not None:
+                self._wait_removed(client, name)
             client.snapshot.create(
                 self.sdk.CreateSnapshotParams(name=name, image=ref, entrypoint=SNAPSHOT_ENTRYPOINT,
                                               resources=self.sdk.Resources(cpu=resources.cpus,
                                                                            memory=resources.memory_gib,
                                                                            disk=resources.disk_gib)),
                 timeout=SNAPSHOT_TIMEOUT_S)
-        return True
+        return Registered(created=True, replaced=replaced)
+
+    def _snapshot(self, client: Any, name: str) -> Any:
+        """Snapshot ``name``, or None when there is none."""
+        try:
+            return client.snapshot.get(name)
+        except _errors(self.sdk).DaytonaNotFoundError:
+            return None
+
+    def _wait_removed(self, client: Any, name: str) -> None:
+        """Wait until Daytona has removed snapshot ``name`` (a deleted one is ``removing`` for a while, and its
+        name is taken until it is gone)."""
+        deadline = time.monotonic() + REMOVE_TIMEOUT_S
+        while self._snapshot(client, name) is not None:
+            if time.monotonic() > deadline:
+                raise StartFailure(f"Daytona did not remove snapshot {name} within {REMOVE_TIMEOUT_S:g} s; delete "
+                                   "it in Daytona's dashboard, then run `deepgym images register daytona` again")
+            time.sleep(REMOVE_POLL_S)
 
     def close(self) -> None:
         """Delete this run's sandboxes still alive."""

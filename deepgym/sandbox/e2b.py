@@ -27,6 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..registration import Registered
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
@@ -35,6 +36,7 @@ from .remote import Remote, RemoteSandbox, create_sandbox
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
 REQUEST_TIMEOUT_S = 60.0
+READY = "ready"  # a template build's status once it succeeded (TemplateBuildStatus.READY)
 
 
 def sdk() -> ModuleType:
@@ -162,16 +164,41 @@ class E2BProvider(Provider):
 
         return create_sandbox(self.limits, make, spec)
 
-    def register_image(self, name: str, ref: str, resources) -> bool:
+    def register_image(self, name: str, ref: str, resources) -> Registered:
         """Build template ``name`` from the pushed image ``ref`` with E2B's own ``Template.build`` (the image
-        as it is, no steps; its entry point, the runner, is not a start command); False when it exists."""
+        as it is, no steps; its entry point, the runner, is not a start command), unless one of its builds
+        succeeded already. E2B binds the name when a build is requested, whatever the build's outcome, so a
+        template whose builds all failed exists and cannot start a sandbox: it is built again (a new build of
+        the same name, as E2B updates a template)."""
         options = self.options()
         with translate_errors(self.sdk, "start"):
-            if self.sdk.Template.exists(name, **options):
-                return False
+            builds = self._builds(name, options)
+            if builds is not None and READY in builds:
+                return Registered(created=False)
             self.sdk.Template.build(self.sdk.Template().from_image(ref), name, cpu_count=resources.cpus,
                                     memory_mb=resources.memory_gib * 1024, **options)
-        return True
+        if builds is None:
+            return Registered(created=True)
+        return Registered(True, f"had no successful build (its builds: {', '.join(builds) or 'none'})")
+
+    def _builds(self, name: str, options: dict[str, Any]) -> list[str] | None:
+        """The statuses of template ``name``'s builds (``waiting``, ``building``, ``ready``, ``error``), or None
+        when no template has that name. The SDK's ``Template.exists`` says only whether the name is bound."""
+        from e2b.api import handle_api_exception
+        from e2b.api.client.api.templates import get_templates_aliases_alias, get_templates_template_id
+        from e2b.api.client_sync import get_api_client
+        from e2b.connection_config import ConnectionConfig
+
+        client = get_api_client(ConnectionConfig(**options))
+        alias = get_templates_aliases_alias.sync_detailed(alias=name, client=client)
+        if alias.status_code == 404:
+            return None
+        if alias.status_code >= 300:
+            raise handle_api_exception(alias, self.sdk.TemplateException)
+        template = get_templates_template_id.sync_detailed(template_id=alias.parsed.template_id, client=client)
+        if template.status_code >= 300:
+            raise handle_api_exception(template, self.sdk.TemplateException)
+        return [str(build.status) for build in template.parsed.builds]
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Kill every sandbox of deepgym's (metadata ``deepgym``, any run) that carries all of ``labels``."""

@@ -1,13 +1,17 @@
 """The modal provider: sandboxes on Modal, through its own Python client (``pip install 'deepgym[modal]'``).
 
 An environment's image is the Modal image that ``deepgym images register modal ENV`` built from the pushed,
-digest-pinned reference (``modal.Image.from_registry``) and recorded under the content-hash name
-``deepgym-<env>-<hash>`` in the Modal Dict ``deepgym-images`` (:mod:`deepgym.registration`; Modal has no
-named images of its own). It is looked up once per client and environment. Each sandbox maps the spec to Modal's terms:
+digest-pinned reference (``modal.Image.from_registry``) with its ENTRYPOINT cleared, and recorded under the
+content-hash name ``deepgym-<env>-<hash>`` in the Modal Dict ``deepgym-images`` (:mod:`deepgym.registration`;
+Modal has no named images of its own). It is looked up once per client and environment. Why the entry point
+is cleared: Modal appends a sandbox's command to the image's ENTRYPOINT, and every deepgym image's ENTRYPOINT
+is the runner, which would then be every sandbox's main process and exit at once on the unknown argument. A
+Dict entry of an older deepgym (the image id alone, the entry point kept) is never used: samples say to
+register again, and registering replaces it. Each sandbox maps the spec to Modal's terms:
 ``block_network=True`` unless the spec allows a network, ``cpu`` and ``memory`` (MiB) from the spec,
 ``timeout`` (Modal's own lifetime, after which it terminates the sandbox) from ``lifetime_s``, the main
-process ``sleep`` for as long (the image's own entry point is the runner, which must not start by itself),
-and the spec's labels plus ``deepgym`` (this provider's run id) and ``deepgym.owner`` as Modal ``tags``; every
+process ``sleep`` for as long (the runner runs only when an exec starts it), and the spec's labels plus
+``deepgym`` (this provider's run id) and ``deepgym.owner`` as Modal ``tags``; every
 sandbox belongs to the Modal App ``deepgym``, which the sweep lists. Commands run through
 :mod:`deepgym.sandbox.remote`'s exec helper, as root.
 
@@ -34,6 +38,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..registration import Registered
 from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
                    StartFailure)
 from .quota import AccountLimits
@@ -48,6 +53,8 @@ IMAGES = "deepgym-images"
 FAILED_CONNECT_REMEMBERED_S = 30.0
 LABEL = "deepgym"
 OWNER_LABEL = "deepgym.owner"
+# The registered image's ENTRYPOINT: none, so that a sandbox's command is its main process as it is.
+ENTRYPOINT: list[str] = []
 
 
 def sdk() -> ModuleType:
@@ -158,12 +165,15 @@ class ModalProvider(Provider):
             known = self._images.get(name)
         if known is None:
             with translate_errors(self.sdk, "image"):
-                image_id = self.registry().get(name)
-                if image_id is None:
+                record = self.registry().get(name)
+                if record is None:
                     raise ImageMissing(f"Modal has no image {name} for {env}'s current files; register it: "
                                        f"`deepgym images push --registry R {env}` then `deepgym images register "
                                        f"modal {env}`")
-                known = self.sdk.Image.from_id(image_id, client=client)
+                if _unusable(record):
+                    raise ImageMissing(f"Modal image {name} {_unusable(record)}; register it again: `deepgym "
+                                       f"images register modal {env}`")
+                known = self.sdk.Image.from_id(record["image_id"], client=client)
             with self._lock:
                 self._images[name] = known
         return Image(id=name, labels={HASH_LABEL: content_hash(env)})
@@ -186,17 +196,19 @@ class ModalProvider(Provider):
 
         return create_sandbox(self.limits, make, spec)
 
-    def register_image(self, name: str, ref: str, resources) -> bool:
-        """Build ``Image.from_registry(ref)`` in the ``deepgym`` App and record it as ``name``; False when
-        ``name`` is registered already. ``resources`` are unused: Modal sizes each sandbox itself."""
+    def register_image(self, name: str, ref: str, resources) -> Registered:
+        """Build ``Image.from_registry(ref)`` with the ENTRYPOINT cleared in the ``deepgym`` App and record it
+        as ``name``, unless a usable record is there already; an unusable one (an older deepgym's) is replaced.
+        ``resources`` are unused: Modal sizes each sandbox itself."""
         _, app = self.client()
         with translate_errors(self.sdk, "image"):
             registry = self.registry()
-            if registry.contains(name):
-                return False
-            image = self.sdk.Image.from_registry(ref).build(app)
-            registry.put(name, image.object_id)
-        return True
+            found = registry.get(name)
+            if found is not None and not _unusable(found):
+                return Registered(created=False)
+            image = self.sdk.Image.from_registry(ref).entrypoint(ENTRYPOINT).build(app)
+            registry.put(name, {"image_id": image.object_id, "entrypoint": ENTRYPOINT})
+        return Registered(created=True, replaced=_unusable(found) if found is not None else "")
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Terminate every sandbox of the ``deepgym`` App that carries all of ``labels``."""
@@ -218,6 +230,15 @@ class ModalProvider(Provider):
             with contextlib.suppress(Exception):
                 self._client.close()
             self._client = None
+
+
+def _unusable(record: Any) -> str:
+    """Why a record of the Dict ``deepgym-images`` cannot be used, or "" when it can. An older deepgym recorded
+    the image id alone, of an image that kept the runner as its entry point."""
+    if isinstance(record, dict) and record.get("entrypoint") == ENTRYPOINT and record.get("image_id"):
+        return ""
+    return ("was registered by an older deepgym with the image's own entry point (the runner), which Modal "
+            "would make every sandbox's main process")
 
 
 class ModalRemote(Remote):

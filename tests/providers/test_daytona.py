@@ -22,7 +22,7 @@ from standins.daytona import DaytonaStandIn  # noqa: E402
 from deepgym import DeepGym  # noqa: E402
 from deepgym.errors import ConfigurationError  # noqa: E402
 from deepgym.images import image_name  # noqa: E402
-from deepgym.registration import register, registered_name  # noqa: E402
+from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, StartFailure  # noqa: E402
 from deepgym.sandbox.daytona import LABEL, DaytonaProvider  # noqa: E402
 
@@ -132,7 +132,7 @@ def test_each_sandbox_maps_network_lifetime_and_labels_to_daytonas_terms(provide
 
 def test_registration_is_idempotent_and_named_by_the_content_hash(standin):
     created = register("daytona", ["coin_change"], standin.manifest, provider=DaytonaProvider(**settings(standin)))
-    assert created == [("coin_change", registered_name("coin_change"), False)]
+    assert created == [("coin_change", registered_name("coin_change"), Registered(created=False))]
     snapshot = standin.snapshots[registered_name("coin_change")]
     assert snapshot["imageName"].split("@")[1].startswith("sha256:") and snapshot["entrypoint"] == ["sleep", "infinity"]
 
@@ -151,6 +151,43 @@ def test_the_commands_register_and_clean_up(standin, monkeypatch, capsys):
     assert main(["cleanup", "--provider", "daytona"]) == 0
     assert "removed 1 deepgym daytona sandbox(s)" in capsys.readouterr().out
     assert standin.live_containers() == 0
+
+
+def test_a_snapshot_whose_pull_failed_is_made_again_by_the_next_registration(tmp_path, monkeypatch, capsys):
+    """A snapshot whose pull failed keeps its name in state ``error``: samples say so, and once the image can be
+    pulled, ``images register`` deletes it and makes it again (not "already registered"), and samples judge."""
+    from deepgym.cli import main
+
+    server = DaytonaStandIn().start()
+    try:
+        manifest = publish(server, ["coin_change"], tmp_path / "pushed.json")
+        ref, image = server.registry.popitem()  # the pushed image cannot be pulled (yet)
+        for variable, value in (("DAYTONA_API_KEY", server.api_key), ("DAYTONA_API_URL", server.api_url),
+                                ("DAYTONA_TARGET", "us")):
+            monkeypatch.setenv(variable, value)
+        name = registered_name("coin_change")
+        with pytest.raises(StartFailure, match=f"Failed to create snapshot {name}.*cannot pull"):
+            register("daytona", ["coin_change"], manifest)
+        assert server.snapshots[name]["state"] == "error"
+        with DeepGym(mode="daytona") as gym:
+            failed = gym.judge("coin_change", fenced(REFERENCE))
+        assert (failed.error_type, failed.score) == ("image_missing", None), failed
+        assert "state error (cannot pull" in str(failed) and "images register daytona coin_change" in str(failed)
+
+        server.registry[ref] = image  # fixed: the image can be pulled now
+        for _ in range(2):
+            assert main(["images", "register", "daytona", "coin_change", "--manifest", str(manifest)]) == 0
+        again, then = capsys.readouterr().out.splitlines()
+        assert again == f"coin_change: {name} registered again (the one found was in state error: cannot pull {ref})"
+        assert then == f"coin_change: {name} already registered"
+        assert sum(1 for method, path, _ in server.requests
+                   if method == "DELETE" and path.startswith("/api/snapshots/")) == 1, "the failed one was deleted"
+        assert server.snapshots[name]["state"] == "active"
+        with DeepGym(mode="daytona") as gym:
+            right, wrong = gym.judge("coin_change", fenced(REFERENCE)), gym.judge("coin_change", fenced(WRONG))
+        assert (right.score, right.runtime, wrong.score) == (1.0, "daytona", 0.0), right
+    finally:
+        server.stop()
 
 
 def test_registration_needs_a_pushed_image(standin, tmp_path):

@@ -20,7 +20,7 @@ from standins.e2b import E2BStandIn  # noqa: E402
 
 from deepgym import DeepGym  # noqa: E402
 from deepgym.images import image_name  # noqa: E402
-from deepgym.registration import register, registered_name  # noqa: E402
+from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec, StartFailure  # noqa: E402,E501
 from deepgym.sandbox.e2b import LABEL, E2BProvider  # noqa: E402
 
@@ -122,7 +122,7 @@ def test_registration_builds_the_template_from_the_pushed_image_once(standin):
     from deepgym.pushed import read_manifest
 
     assert register("e2b", ["coin_change"], standin.manifest, provider=E2BProvider(**settings(standin))) == \
-        [("coin_change", registered_name("coin_change"), False)]
+        [("coin_change", registered_name("coin_change"), Registered(created=False))]
     builds = [(path, body) for method, path, body in standin.requests if method == "POST" and "/builds/" in path]
     pinned = read_manifest(standin.manifest)["coin_change"].ref
     assert [body["fromImage"] for _, body in builds].count(pinned) == 1, "built once, from the digest-pinned ref"
@@ -138,6 +138,45 @@ def test_a_template_e2b_cannot_build_is_image_missing(standin):
     with pytest.raises(ImageMissing, match="cannot build"):
         provider.register_image("deepgym-two-sum-0", "registry.standin.invalid/deepgym-two_sum@sha256:" + "0" * 64,
                                 resources_for("base"))
+
+
+def test_a_template_whose_build_failed_is_built_again_by_the_next_registration(tmp_path, monkeypatch, capsys):
+    """E2B binds a template's name when its build is requested, whatever the outcome: after a build that
+    failed, samples are image_missing, and once the image can be pulled ``images register`` builds the template
+    again (not "already registered"), and samples judge."""
+    import e2b
+    from support import fenced, solution
+
+    from deepgym.cli import main
+
+    server = E2BStandIn().start()
+    try:
+        manifest = publish(server, ["coin_change"], tmp_path / "pushed.json")
+        ref, image = server.registry.popitem()  # the pushed image cannot be pulled (yet)
+        for key, value in (("E2B_API_KEY", server.api_key), ("E2B_API_URL", server.url),
+                           ("E2B_SANDBOX_URL", server.url)):
+            monkeypatch.setenv(key, value)
+        name = registered_name("coin_change")
+        with pytest.raises(ImageMissing, match="cannot build"):
+            register("e2b", ["coin_change"], manifest)
+        assert e2b.Template.exists(name, **E2BProvider(**settings(server)).options()), "the name is bound"
+        with DeepGym(mode="e2b") as gym:
+            failed = gym.judge("coin_change", fenced(solution("coin_change", "reference")))
+        assert (failed.error_type, failed.score) == ("image_missing", None), failed
+
+        server.registry[ref] = image  # fixed: the image can be pulled now
+        for _ in range(2):
+            assert main(["images", "register", "e2b", "coin_change", "--manifest", str(manifest)]) == 0
+        again, then = capsys.readouterr().out.splitlines()
+        assert again == f"coin_change: {name} registered again (the one found had no successful build (its " \
+                        "builds: error))"
+        assert then == f"coin_change: {name} already registered"
+        with DeepGym(mode="e2b") as gym:
+            right = gym.judge("coin_change", fenced(solution("coin_change", "reference")))
+            wrong = gym.judge("coin_change", fenced(solution("coin_change", "wrong_greedy")))
+        assert (right.score, right.runtime, wrong.score) == (1.0, "e2b", 0.0), right
+    finally:
+        server.stop()
 
 
 def test_a_session_with_a_service_runs_on_e2b(standin, monkeypatch):

@@ -7,6 +7,7 @@ boundary, registration, and verl's ``reward_kwargs: {mode: modal}``."""
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 from standins import require
@@ -19,10 +20,10 @@ from modal_proto import api_pb2  # noqa: E402
 from deepgym.errors import ConfigurationError  # noqa: E402
 from deepgym.images import image_name  # noqa: E402
 from deepgym.pushed import read_manifest  # noqa: E402
-from deepgym.registration import register, registered_name  # noqa: E402
+from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import (ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec,  # noqa: E402
                              StartFailure)
-from deepgym.sandbox.modal import LABEL, OWNER_LABEL, ModalProvider, translate_errors  # noqa: E402
+from deepgym.sandbox.modal import IMAGES, LABEL, OWNER_LABEL, ModalProvider, translate_errors  # noqa: E402
 
 LOOPING = "def coin_change(coins, amount):\n    while True:\n        pass\n"
 MODAL = [pytest.param("modal", marks=pytest.mark.docker)]
@@ -82,11 +83,61 @@ def test_row_an_image_modal_cannot_pull_is_image_missing(case, provider):
 @pytest.mark.parametrize("case", MODAL, indirect=True)
 def test_registration_is_idempotent_and_named_by_the_content_hash(case):
     assert register("modal", ["coin_change"], case.standin.manifest, provider=case.provider()) == \
-        [("coin_change", registered_name("coin_change"), False)]
+        [("coin_change", registered_name("coin_change"), Registered(created=False))]
     built = [request for name, request in case.standin.requests if name == "ImageGetOrCreate"]
     pinned = read_manifest(case.standin.manifest)["coin_change"].ref
     assert [list(request.image.dockerfile_commands) for request in built].count([f"FROM {pinned}"]) == 1, \
         "built once, from the digest-pinned reference"
+
+
+@pytest.mark.parametrize("case", MODAL, indirect=True)
+def test_the_registered_image_has_no_entry_point_so_the_sandboxs_command_runs_as_it_is(case, provider):
+    """Modal appends a sandbox's command to the image's ENTRYPOINT: the registered image is a layer on the
+    pushed one that clears it (what ``Image.entrypoint([])`` sends), and a sandbox's main process is ``sleep``."""
+    layers = [request.image for name, request in case.standin.requests if name == "ImageGetOrCreate"
+              and list(request.image.dockerfile_commands) == ["FROM base", "ENTRYPOINT []"]]
+    assert layers and all([base.docker_tag for base in layer.base_images] == ["base"] for layer in layers)
+    with provider.create(case.spec(provider, lifetime_s=60)) as box:
+        container = case.standin.container(box.id)
+        assert [container.attrs["Path"], *container.attrs["Args"]][-2:] == ["sleep", "60"]
+        assert box.exec(["python3", "-c", "print(6 * 7)"], ExecOptions(timeout_s=30)).stdout == b"42\n"
+
+
+@pytest.mark.parametrize("case", MODAL, indirect=True)
+def test_an_image_an_older_deepgym_registered_is_never_used_and_registering_replaces_it(case, capsys):
+    """An older deepgym recorded the pushed image as it is (the runner its ENTRYPOINT), its id alone. On Modal
+    (and the stand-in) such an image's sandbox runs ``deepgym_runner sleep N``, which exits at once; so samples
+    refuse the record, naming the fix, and ``images register`` builds the image again in its place."""
+    from deepgym.cli import main
+
+    env, name = "coin_change", registered_name("coin_change")
+    old = case.provider()
+    try:
+        client, app = old.client()
+        image = modal.Image.from_registry(read_manifest(case.standin.manifest)[env].ref).build(app)
+        modal.Dict.from_name(IMAGES, client=client)[name] = image.object_id
+        box = modal.Sandbox.create("sleep", "60", app=app, image=image, client=client, timeout=60)
+        entry = case.standin.sandboxes[box.object_id]
+        deadline = time.monotonic() + 30
+        while case.standin.running(entry) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not case.standin.running(entry), "the runner, given 'sleep 60' as arguments, exited"
+        box.terminate()
+        with pytest.raises(ImageMissing, match=f"older deepgym.*images register modal {env}"):
+            old.image(image_name(env))
+    finally:
+        old.close()
+    for _ in range(2):
+        assert main(["images", "register", "modal", env, "--manifest", str(case.standin.manifest)]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.startswith(f"{env}: {name} registered again (the one found was registered by an older deepgym")
+    assert second == f"{env}: {name} already registered"
+    from deepgym import DeepGym
+
+    with DeepGym(mode="modal") as gym:
+        right = gym.judge(env, fenced(solution(env, "reference")))
+        wrong = gym.judge(env, fenced(solution(env, "wrong_greedy")))
+    assert (right.score, right.runtime, wrong.score) == (1.0, "modal", 0.0), right
 
 
 @pytest.mark.parametrize("case", MODAL, indirect=True)

@@ -10,12 +10,14 @@ killed at its ``timeout`` and then answered with HTTP 408 and Daytona's error en
 
 Endpoints (paths under ``/api``, the toolbox under ``/toolbox/<sandbox id>``), as the notes in
 /work/shared/notes/provider-standins.md observed the SDK 0.226 calling them: ``POST/GET/DELETE /sandbox``,
-``GET /sandbox`` (list by labels), ``POST/GET /snapshots``, ``POST /process/execute``,
+``GET /sandbox`` (list by labels), ``POST/GET/DELETE /snapshots``, ``POST /process/execute``,
 ``POST /files/bulk-upload``. Faults for the exit-state tests: :attr:`DaytonaStandIn.faults` (:class:`~standins.Faults`;
 routes ``create``, ``exec``, ``upload``, ``delete``, ``list``, ``snapshot``; HTTP statuses).
 
 The "registry" a snapshot is made from is :attr:`DaytonaStandIn.registry`: the digest-pinned references a
-test registered, each standing for a local image (Daytona would pull the reference).
+test registered, each standing for a local image (Daytona would pull the reference). As on Daytona, a
+snapshot whose reference cannot be pulled keeps its name in state ``error`` (with an ``errorReason``), and a
+deleted snapshot is ``removing``, its name still taken, for :data:`SNAPSHOT_REMOVAL_S` before it is gone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from aiohttp import web
 from . import ContainerBacked, Faults
 
 STANDIN_LABEL = "deepgym.test.daytona-standin"
+SNAPSHOT_REMOVAL_S = 1.0
 
 
 class DaytonaStandIn(ContainerBacked):
@@ -71,6 +74,7 @@ class DaytonaStandIn(ContainerBacked):
             web.post("/api/sandbox", self._create), web.get("/api/sandbox", self._list),
             web.get("/api/sandbox/{id}", self._get), web.delete("/api/sandbox/{id}", self._delete),
             web.post("/api/snapshots", self._snapshot_create), web.get("/api/snapshots/{id}", self._snapshot_get),
+            web.delete("/api/snapshots/{id}", self._snapshot_delete),
             web.post("/toolbox/{id}/process/execute", self._execute),
             web.post("/toolbox/{id}/files/bulk-upload", self._upload),
         ])
@@ -197,6 +201,15 @@ class DaytonaStandIn(ContainerBacked):
             "errorReason": None if known else f"cannot pull {body.get('imageName')}", "createdAt": now,
             "updatedAt": now, "lastUsedAt": None, "sourceSandboxId": None}
         return web.json_response(self.snapshots[body["name"]])
+
+    async def _snapshot_delete(self, request: web.Request) -> web.Response:
+        """As Daytona does: the snapshot is ``removing`` for a while (its name still taken), then gone."""
+        snapshot = self._snapshot(request.match_info["id"])
+        if snapshot is None:
+            return _error(404, f"Snapshot {request.match_info['id']} not found")
+        snapshot["state"] = "removing"
+        self._loop.call_later(SNAPSHOT_REMOVAL_S, self.snapshots.pop, snapshot["name"], None)
+        return web.Response(status=200)
 
     async def _snapshot_get(self, request: web.Request) -> web.Response:
         snapshot = self._snapshot(request.match_info["id"])

@@ -6,9 +6,10 @@ semantics); see docs/providers.md.
 One port serves both planes; envd requests carry ``E2b-Sandbox-Id``, as the SDK sends when ``E2B_SANDBOX_URL``
 is set. The envd Process service is the SDK wheel's own generated Connect server
 (``e2b.envd.process.process_connect.ProcessASGIApplication``), so the framing is connectrpc's. Each sandbox is a
-real Docker container of the template's image (:attr:`E2BStandIn.templates`, name to local image; a template
-is built from an image of :attr:`E2BStandIn.registry`, the digest-pinned references standing for local images,
-through the SDK's ``Template.build``): ``sleep infinity`` as main process, no network unless ``allow_internet_access``. A command runs as
+real Docker container of the template's image (:attr:`E2BStandIn.templates`; a template is built from an image
+of :attr:`E2BStandIn.registry`, the digest-pinned references standing for local images, through the SDK's
+``Template.build``; as on E2B, the build request binds the name whatever the build's outcome, a reference that
+cannot be pulled ends the build in status ``error``, and a build of a bound name rebuilds that template): ``sleep infinity`` as main process, no network unless ``allow_internet_access``. A command runs as
 ``/bin/bash -l -c`` under the user of the request's Basic auth, with stdout and stderr streamed apart, and is
 killed when the request's ``Connect-Timeout-Ms`` runs out (envd treats it as the process's lifetime). A
 non-zero exit ends the stream with ``end{exit_code}``, which the SDK raises as ``CommandExitException``.
@@ -52,7 +53,7 @@ class E2BStandIn(ContainerBacked):
         self.api_key = api_key
         self.label = STANDIN_LABEL
         self.faults = Faults()
-        self.templates: dict[str, str] = {}
+        self.templates: dict[str, dict] = {}  # name -> {"id", "name", "image" (of its last ready build), "builds"}
         self.registry: dict[str, str] = {}
         self.builds: dict[str, dict] = {}
         self.sandboxes: dict[str, dict] = {}
@@ -71,6 +72,7 @@ class E2BStandIn(ContainerBacked):
             Route("/sandboxes/{id}", self._info), Route("/sandboxes/{id}", self._kill, methods=["DELETE"]),
             Route("/health", self._health), Route("/files", self._write, methods=["POST"]),
             Route("/templates/aliases/{alias}", self._alias), Route("/v3/templates", self._build, methods=["POST"]),
+            Route("/templates/{template}", self._template_builds),
             Route("/v2/templates/{template}/builds/{build}", self._build_start, methods=["POST"]),
             Route("/templates/{template}/builds/{build}/status", self._build_status),
         ])
@@ -124,9 +126,12 @@ class E2BStandIn(ContainerBacked):
         status = self.fault("create")
         if status is not None:
             return _error(status, f"injected fault {status} on create")
-        image = self.templates.get(body.get("templateID", ""))
-        if image is None:
+        template = self._template(body.get("templateID", ""))
+        if template is None:
             return _error(404, f"template '{body.get('templateID')}' not found")
+        image = template["image"]
+        if image is None:  # a name bound by a build request whose build never succeeded
+            return _error(404, f"template '{body.get('templateID')}' has no successful build")
         entry = {"id": "i" + uuid.uuid4().hex[:19], "template": body["templateID"], "metadata": body.get("metadata") or {},
                  "timeout": body.get("timeout"), "internet": body.get("allow_internet_access", True),
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -179,15 +184,43 @@ class E2BStandIn(ContainerBacked):
         return Response(status_code=204)
 
     # ------------------------------------------------------------------ template builds (from an image only)
+    def _template(self, key: str) -> dict | None:
+        """A template by its name or its id."""
+        return self.templates.get(key) or next((t for t in self.templates.values() if t["id"] == key), None)
+
     async def _alias(self, request: Request) -> Response:
         self.requests.append(("GET", request.url.path, None))
         if not self._authorised(request):
             return _error(401, "Invalid API key")
-        if request.path_params["alias"] not in self.templates:
+        template = self.templates.get(request.path_params["alias"])
+        if template is None:
             return _error(404, "template not found")
-        return JSONResponse({"templateID": request.path_params["alias"], "public": False})
+        return JSONResponse({"templateID": template["id"], "public": False})
+
+    async def _template_builds(self, request: Request) -> Response:
+        self.requests.append(("GET", request.url.path, None))
+        if not self._authorised(request):
+            return _error(401, "Invalid API key")
+        template = self._template(request.path_params["template"])
+        if template is None:
+            return _error(404, "template not found")
+        builds = [self.builds[build] for build in template["builds"]]
+        last = builds[-1]
+        ready = [build for build in builds if build["status"] == "ready"]
+        return JSONResponse({
+            "templateID": template["id"], "buildID": (ready or builds)[-1]["id"], "buildStatus": last["status"],
+            "cpuCount": last["cpu"] or 2,
+            "memoryMB": last["memory_mb"] or 512, "diskSizeMB": 5120, "public": False, "aliases": [template["name"]],
+            "names": [template["name"]], "createdAt": template["created"], "updatedAt": last["created"],
+            "createdBy": None, "lastSpawnedAt": None, "spawnCount": 0, "buildCount": len(builds),
+            "envdVersion": ENVD_VERSION, "builds": [
+                {"buildID": build["id"], "status": build["status"], "createdAt": build["created"],
+                 "updatedAt": build["created"], "cpuCount": build["cpu"] or 2, "memoryMB": build["memory_mb"] or 512}
+                for build in reversed(builds)]})
 
     async def _build(self, request: Request) -> Response:
+        """As E2B does: the request binds the name to a template (a new one, or the one of that name, rebuilt),
+        whatever the outcome of the build it starts."""
         body = await request.json()
         self.requests.append(("POST", "/v3/templates", body))
         if not self._authorised(request):
@@ -195,11 +228,15 @@ class E2BStandIn(ContainerBacked):
         status = self.fault("build")
         if status is not None:
             return _error(status, f"injected fault {status} on build")
-        build = {"template": body["name"], "id": uuid.uuid4().hex[:16], "status": "waiting", "reason": None,
-                 "cpu": body.get("cpuCount"), "memory_mb": body.get("memoryMB")}
+        now = _now()
+        template = self.templates.setdefault(body["name"], {"id": "t" + uuid.uuid4().hex[:19], "name": body["name"],
+                                                            "image": None, "builds": [], "created": now})
+        build = {"template": template["name"], "id": str(uuid.uuid4()), "status": "waiting", "reason": None,
+                 "cpu": body.get("cpuCount"), "memory_mb": body.get("memoryMB"), "created": now}
         self.builds[build["id"]] = build
-        return JSONResponse({"templateID": build["template"], "buildID": build["id"], "public": False,
-                             "names": [build["template"]], "tags": [], "aliases": [build["template"]]},
+        template["builds"].append(build["id"])
+        return JSONResponse({"templateID": template["id"], "buildID": build["id"], "public": False,
+                             "names": [template["name"]], "tags": [], "aliases": [template["name"]]},
                             status_code=202)
 
     async def _build_start(self, request: Request) -> Response:
@@ -214,7 +251,7 @@ class E2BStandIn(ContainerBacked):
                                                            "pulled image, no steps, in the stand-in"})
         else:
             build["status"] = "ready"
-            self.templates[build["template"]] = image
+            self.templates[build["template"]]["image"] = image
         return Response(status_code=202)
 
     async def _build_status(self, request: Request) -> Response:
@@ -306,6 +343,10 @@ class _Process(process_connect.Process):
             return
         yield pb.StartResponse(event=PE(event=Oneof("end", PE.EndEvent(exit_code=code, exited=True,
                                                                       status=f"exit status {code}"))))
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _error(status: int, message: str) -> JSONResponse:

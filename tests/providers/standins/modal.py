@@ -9,13 +9,12 @@ Both services are the SDK wheel's own generated grpclib bases (``modal_proto.api
 ``task_command_router_grpc.TaskCommandRouterBase``): every RPC the adapter does not use answers
 ``UNIMPLEMENTED``, every request is recorded in :attr:`ModalStandIn.requests`. Each sandbox is a real Docker
 container of the image (``Image.from_registry(ref)`` resolves ``ref`` through :attr:`ModalStandIn.registry`,
-digest-pinned references standing for local images; ``deepgym images register modal`` records the image's
-id in a Modal Dict, which the stand-in keeps too): the request's command as its main process (else
-``sleep`` for the sandbox's ``timeout_secs``), CPUs and memory from the request, no network when ``network_access_type`` is ``BLOCKED``. An exec runs
-``docker exec -i`` with stdout and stderr apart, and is killed at its ``timeout_secs`` (the client then reads
-its own deadline as ``wait() == -1``). Modal's in-sandbox file tool (``/__modal/.bin/modal-sandbox-fs-tools``,
-which ``sb.filesystem`` execs) is answered for ``WriteFile``: the data the client streams to its stdin goes into
-the file.
+digest-pinned references standing for local images, and ``Image.entrypoint`` builds a layer that sets the
+ENTRYPOINT; ``deepgym images register modal`` records the image's id in a Modal Dict, which the stand-in keeps
+too). Its main process is what Modal makes it: the request's command appended to the image's ENTRYPOINT (so an
+image that keeps deepgym's runner as its entry point gets a sandbox whose runner exits at once). CPUs and
+memory come from the request, and there is no network when ``network_access_type`` is ``BLOCKED``. Execs and
+the file tool are the task command router's (standins/modal_router.py).
 
 Faults: :attr:`ModalStandIn.faults` (:class:`~standins.Faults`), routes ``create`` (SandboxCreateV2), ``exec``
 (TaskExecStart), ``terminate``, ``list``; each entry a ``grpclib.const.Status`` (the client retries
@@ -26,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import threading
 import time
@@ -36,15 +36,12 @@ from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Server
 from modal_proto import api_grpc, api_pb2, task_command_router_grpc
-from modal_proto import task_command_router_pb2 as router_pb2
 
 from . import ContainerBacked, Faults
+from .modal_router import TaskRouter
 
 STANDIN_LABEL = "deepgym.test.modal-standin"
-FS_TOOLS = "/__modal/.bin/modal-sandbox-fs-tools"
 BUILDER_VERSION = "2025.06"
-STDOUT = router_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDOUT
-STDERR = router_pb2.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR
 
 
 def _jwt() -> str:
@@ -53,7 +50,7 @@ def _jwt() -> str:
     return f"{part({'alg': 'none'})}.{part({'exp': time.time() + 3600})}.standin"
 
 
-class ModalStandIn(ContainerBacked):
+class ModalStandIn(TaskRouter, ContainerBacked):
     """Start with :meth:`start`, stop with :meth:`stop` (which removes every container it made)."""
 
     def __init__(self, token_id: str = "ak-standin", token_secret: str = "as-standin"):
@@ -62,7 +59,7 @@ class ModalStandIn(ContainerBacked):
         self.label = STANDIN_LABEL
         self.faults = Faults()
         self.registry: dict[str, str] = {}
-        self.images: dict[str, str] = {}  # image id -> local image
+        self.images: dict[str, dict] = {}  # image id -> {"local": local image, "entrypoint": ENTRYPOINT or None}
         self.dicts: dict[str, dict[bytes, bytes]] = {}  # Modal Dicts by name
         self.sandboxes: dict[str, dict] = {}
         self.execs: dict[str, dict] = {}
@@ -180,19 +177,40 @@ class ModalStandIn(ContainerBacked):
         await stream.send_message(api_pb2.AuthTokenGetResponse(token=_jwt()))
 
     async def rpc_ImageGetOrCreate(self, stream):
+        """``FROM <ref>`` (``Image.from_registry``: the reference must be in :attr:`registry`), or a layer on a
+        built image (``FROM base`` and its ``base_images``) whose further lines may only be ``ENTRYPOINT [...]``
+        (``Image.entrypoint``). Anything else fails the build, as an image Modal cannot pull or build does."""
         request = await self._request("ImageGetOrCreate", stream)
-        commands = list(request.image.dockerfile_commands)
-        ref = commands[0].removeprefix("FROM ").strip() if commands else ""
-        if len(commands) != 1 or ref not in self.registry:
+        try:
+            image = self._build(request.image)
+        except ValueError as failure:
             await stream.send_message(api_pb2.ImageGetOrCreateResponse(
                 image_id="im-failed", result=api_pb2.GenericResult(
-                    status=api_pb2.GenericResult.GENERIC_STATUS_FAILURE,
-                    exception=f"cannot pull {ref}: not in the stand-in's registry")))
+                    status=api_pb2.GenericResult.GENERIC_STATUS_FAILURE, exception=str(failure))))
             return
-        image_id = "im-" + self.registry[ref].removeprefix("sha256:")[:22]
-        self.images[image_id] = self.registry[ref]
+        image_id = "im-" + hashlib.sha256(json.dumps(image, sort_keys=True).encode()).hexdigest()[:22]
+        self.images[image_id] = image
         await stream.send_message(api_pb2.ImageGetOrCreateResponse(
             image_id=image_id, result=api_pb2.GenericResult(status=api_pb2.GenericResult.GENERIC_STATUS_SUCCESS)))
+
+    def _build(self, definition) -> dict:
+        """The image a definition builds: its local image and its ENTRYPOINT (None: the local image's own)."""
+        commands = list(definition.dockerfile_commands)
+        source = commands[0].removeprefix("FROM ").strip() if commands else ""
+        if source == "base":
+            bases = {base.docker_tag: base.image_id for base in definition.base_images}
+            if bases.get("base") not in self.images:
+                raise ValueError(f"the base image {bases.get('base')!r} was never built")
+            image = dict(self.images[bases["base"]])
+        elif source in self.registry:
+            image = {"local": self.registry[source], "entrypoint": None}
+        else:
+            raise ValueError(f"cannot pull {source!r}: not in the stand-in's registry")
+        for line in commands[1:]:
+            if not line.startswith("ENTRYPOINT "):
+                raise ValueError(f"the stand-in builds no {line.split()[0]} line")
+            image["entrypoint"] = json.loads(line.removeprefix("ENTRYPOINT "))
+        return image
 
     async def rpc_ImageFromId(self, stream):
         request = await self._request("ImageFromId", stream)
@@ -254,15 +272,21 @@ class ModalStandIn(ContainerBacked):
             sandbox_id=entry["id"], task_id=entry["task"],
             command_router_access=api_pb2.CommandRouterAccess(url=self.url, jwt=_jwt())))
 
-    def _start_container(self, entry: dict, image: str) -> str:
+    def _start_container(self, entry: dict, image: dict) -> str:
+        """As Modal does: the sandbox's command appended to the image's ENTRYPOINT is the main process (the
+        image's CMD when there is no command)."""
         limits = {}
         if entry["memory_mb"]:
             limits.update(mem_limit=f"{entry['memory_mb']}m", memswap_limit=f"{entry['memory_mb']}m")
         if entry["milli_cpu"]:
             limits.update(nano_cpus=entry["milli_cpu"] * 10**6)
+        config = self.docker.api.inspect_image(image["local"])["Config"]
+        entrypoint = (config.get("Entrypoint") or []) if image["entrypoint"] is None else image["entrypoint"]
+        main = [*entrypoint, *(entry["command"] or config.get("Cmd") or [])]
+        if not main:
+            raise GRPCError(Status.INVALID_ARGUMENT, "the image has no ENTRYPOINT or CMD and the sandbox no command")
         return self.docker.containers.run(
-            image, entrypoint=entry["command"] or ["sleep", str(entry["timeout"] or 300)], command=[], detach=True,
-            init=True,
+            image["local"], entrypoint=main, command=[], detach=True, init=True,
             network_mode="none" if entry["blocked"] else "bridge", auto_remove=True,
             labels={STANDIN_LABEL: self.id, "deepgym.test.sandbox": entry["id"]}, **limits).id
 
@@ -300,117 +324,3 @@ class ModalStandIn(ContainerBacked):
                                 timeout_secs=e["timeout"],
                                 tags=[api_pb2.SandboxTag(tag_name=k, tag_value=v) for k, v in e["tags"].items()])
             for e in found[:100]]))
-
-    # ------------------------------------------------------------------ the task command router
-    def _task(self, task_id: str) -> dict:
-        entry = next((e for e in self.sandboxes.values() if e["task"] == task_id), None)
-        if entry is None or entry.get("terminated"):
-            raise GRPCError(Status.NOT_FOUND, f"Task {task_id} not found")
-        return entry
-
-    async def rpc_TaskExecStart(self, stream):
-        request = await self._request("TaskExecStart", stream)
-        entry = self._task(request.task_id)
-        self._fault("exec")
-        if not await self._blocking(self.running, entry):
-            raise GRPCError(Status.NOT_FOUND, f"Task {request.task_id} is not running")
-        argv = list(request.command_args)
-        if argv[:1] == [FS_TOOLS]:
-            argv = _fs_tool(argv)
-        command = ["docker", "exec", "-i", "-u", "root", "-w", request.workdir or "/"]
-        for item in request.env:
-            command += ["-e", f"{item.key}={item.value}"]
-        command.append(entry["container"])
-        if request.timeout_secs:
-            command += ["timeout", "-s", "KILL", str(request.timeout_secs)]
-        process = await asyncio.create_subprocess_exec(
-            *command, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
-        run = {"process": process, "task": request.task_id, "entry": entry, "changed": asyncio.Condition(),
-               "out": {STDOUT: bytearray(), STDERR: bytearray()},
-               "closed": set()}
-        self.execs[request.exec_id] = run
-        for descriptor, pipe in ((STDOUT, process.stdout), (STDERR, process.stderr)):
-            asyncio.ensure_future(self._pump(run, descriptor, pipe))
-        if self.faults.kill_during_exec_s is not None:
-            delay, self.faults.kill_during_exec_s = self.faults.kill_during_exec_s, None
-            self._loop.call_later(delay, lambda: threading.Thread(
-                target=self.kill_from_outside, args=(entry["id"],)).start())
-        await stream.send_message(router_pb2.TaskExecStartResponse())
-
-    async def _pump(self, run: dict, descriptor: int, pipe) -> None:
-        while chunk := await pipe.read(1 << 16):
-            async with run["changed"]:
-                run["out"][descriptor].extend(chunk)
-                run["changed"].notify_all()
-        async with run["changed"]:
-            run["closed"].add(descriptor)
-            run["changed"].notify_all()
-
-    def _exec(self, exec_id: str) -> dict:
-        run = self.execs.get(exec_id)
-        if run is None:
-            raise GRPCError(Status.NOT_FOUND, f"Exec {exec_id} not found")
-        return run
-
-    async def rpc_TaskExecStdioRead(self, stream):
-        request = await self._request("TaskExecStdioRead", stream)
-        run = self._exec(request.exec_id)
-        offset = request.offset
-        while True:
-            async with run["changed"]:
-                await run["changed"].wait_for(lambda seen=offset: len(run["out"][request.file_descriptor]) > seen
-                                              or request.file_descriptor in run["closed"])
-                data = bytes(run["out"][request.file_descriptor][offset:])
-                ended = request.file_descriptor in run["closed"]
-            if data:
-                await stream.send_message(router_pb2.TaskExecStdioReadResponse(data=data))
-                offset += len(data)
-            elif ended:
-                return
-
-    async def rpc_TaskExecStdinWriteStream(self, stream):
-        run = None
-        async for message in stream:
-            self.requests.append(("TaskExecStdinWriteStream", message))
-            if message.HasField("start"):
-                run = self._exec(message.start.exec_id)
-            elif message.HasField("end"):
-                break
-            elif run is not None and message.data:
-                run["process"].stdin.write(message.data)
-                await run["process"].stdin.drain()
-        if run is not None:
-            run["process"].stdin.close()
-        await stream.send_message(router_pb2.TaskExecStdinWriteStreamResponse())
-
-    async def _exit(self, run: dict) -> router_pb2.TaskExecWaitResponse:
-        code = await run["process"].wait()
-        if not await self._blocking(self.running, run["entry"]):
-            raise GRPCError(Status.NOT_FOUND, f"Task {run['task']} is not running")
-        if code == 137:  # killed at its timeout_secs (coreutils' timeout -s KILL), or by the OOM killer
-            return router_pb2.TaskExecWaitResponse(signal=9)
-        return router_pb2.TaskExecWaitResponse(code=code)
-
-    async def rpc_TaskExecWait(self, stream):
-        request = await self._request("TaskExecWait", stream)
-        await stream.send_message(await self._exit(self._exec(request.exec_id)))
-
-    async def rpc_TaskExecPoll(self, stream):
-        request = await self._request("TaskExecPoll", stream)
-        run = self._exec(request.exec_id)
-        if run["process"].returncode is None:
-            await stream.send_message(router_pb2.TaskExecPollResponse())
-            return
-        status = await self._exit(run)
-        await stream.send_message(router_pb2.TaskExecPollResponse(
-            **({"signal": status.signal} if status.HasField("signal") else {"code": status.code})))
-
-
-def _fs_tool(argv: list[str]) -> list[str]:
-    """Modal's in-sandbox file tool, for the one command the adapter uses: WriteFile (the data on stdin)."""
-    command = json.loads(argv[1])
-    if "WriteFile" not in command:
-        raise GRPCError(Status.UNIMPLEMENTED, f"stand-in: the file tool's {next(iter(command))}")
-    return ["sh", "-c", 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', "sh", command["WriteFile"]["path"]]
-
