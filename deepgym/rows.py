@@ -284,7 +284,8 @@ def _largest(tests: dict[str, Any], key: str) -> int:
 
 
 def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) -> RowTask:
-    from .environments import LIMIT_RANGES, Environment, bundle_root
+    from .bundle import bundle_root
+    from .environments import LIMIT_RANGES, Environment
 
     truth = _ground_truth(ground_truth)
     family = ALIASES[data_source]
