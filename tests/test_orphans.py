@@ -14,7 +14,7 @@ from deepgym.images import image_name
 from deepgym.sandbox.docker import LABEL, OWNER_LABEL, DockerProvider, owner_alive, owner_label, pid_namespace
 
 pytestmark = pytest.mark.docker
-HOST = DockerProvider().host
+HOST = DockerProvider().engine.host
 NAMESPACE = pid_namespace()
 
 
