@@ -28,7 +28,7 @@ import docker  # noqa: E402
 
 from deepgym import load_environment  # noqa: E402
 from deepgym.images import image_name  # noqa: E402
-from deepgym.judging import sandbox_spec  # noqa: E402
+from deepgym.environments import sandbox_spec  # noqa: E402
 from deepgym.sandbox.docker import API_VERSION, container_settings  # noqa: E402
 
 # Each knob: a name, and what it changes in the host config of container_settings (None: the key removed), or

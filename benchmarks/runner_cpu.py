@@ -11,7 +11,7 @@ submission's workers and zygotes):
 - ``strict``: the one-shot runner in a fresh container of the environment's image, with the settings of a
   real sandbox (:func:`deepgym.sandbox.docker.container_settings`); a shell in the container reads its cgroup's
   CPU counter before and after ``python3 -I -B -m deepgym_runner`` judges the request on its stdin.
-- ``warm``: one sample on a warm container's server (:class:`deepgym.sandbox.warm.WarmPool`, the real pool),
+- ``warm``: one sample on a warm container's server (:class:`deepgym.sandbox.docker.warm.WarmPool`, the real pool),
   the container's cgroup read on this host around each sample (the first sample, which starts the server, is
   left out).
 - ``python3 -c pass`` in the strict container: the floor of one interpreter start.
@@ -40,11 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from deepgym.environments import load_environment  # noqa: E402
 from deepgym.check import as_response  # noqa: E402
 from deepgym.client import submission  # noqa: E402
-from deepgym.judging import IMAGE_RUNNER, WARM_RUNNER, Images, sandbox_spec  # noqa: E402
+from deepgym.environments import sandbox_spec  # noqa: E402
+from deepgym.judging import IMAGE_RUNNER, WARM_RUNNER, Images  # noqa: E402
 from deepgym.runner.protocol import Request, parse_events  # noqa: E402
 from deepgym.sandbox.base import ExecOptions  # noqa: E402
 from deepgym.sandbox.docker import DockerProvider  # noqa: E402
-from deepgym.sandbox.prewarm import key  # noqa: E402
+from deepgym.sandbox.docker import key  # noqa: E402
 
 # The container's own cgroup CPU counter in nanoseconds (v1 cpuacct, else v2 cpu.stat's microseconds), read by
 # the shell's builtin ``read`` so that no extra process is charged between the two readings.
@@ -100,9 +101,9 @@ def strict_ms(provider: DockerProvider, spec, argv: list[str], stdin: bytes) -> 
     """Container CPU ms of ``argv`` in a fresh sandbox container fed ``stdin``, and its stdout."""
     box = provider.start_attached(spec, ["/bin/sh", "-c", MEASURED, "measured", *argv], ExecOptions(timeout_s=0))
     try:
-        result = provider.finish_attached(box, ExecOptions(stdin=stdin, timeout_s=120), time.monotonic())
+        result = provider.engine.finish_attached(box, ExecOptions(stdin=stdin, timeout_s=120), time.monotonic())
     finally:
-        provider._remove(box.container)
+        box.close()
     lines = [line for line in result.stdout.splitlines() if line.startswith(b"@@cpu ")]
     if result.exit_code != 0 or len(lines) != 1:
         raise SystemExit(f"the measured container failed ({result.exit_code}): {result.stderr_tail}")

@@ -137,7 +137,7 @@ def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> 
     ``true``: the least any verifier in a container can add, one interpreter and the solution's own work."""
     import docker
 
-    from deepgym.judging import sandbox_spec
+    from deepgym.environments import sandbox_spec
     from deepgym.sandbox.docker import API_VERSION, container_settings
 
     environment = load_environment(env)
@@ -195,7 +195,8 @@ def run_engine_runner(env: str, n: int, parallel: int) -> dict[str, float]:
     from docker.utils.socket import consume_socket_output, demux_adaptor, frames_iter
 
     from deepgym.client import submission
-    from deepgym.judging import runner_exit, sandbox_spec
+    from deepgym.environments import sandbox_spec
+    from deepgym.judging import runner_exit
     from deepgym.runner.protocol import Request
     from deepgym.sandbox.base import IMAGE_RUNNER, ExecResult
     from deepgym.sandbox.docker import API_VERSION, container_settings

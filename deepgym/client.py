@@ -1,7 +1,7 @@
 """The client: turn model responses into verdicts for an environment.
 
 ``DeepGym(mode).run(env, response)`` extracts the submission, judges it in a fresh sandbox of the mode's
-provider (:func:`deepgym.judging.judge`), and classifies what was observed. It returns a :class:`~deepgym.verdict.Verdict` or raises
+provider (:func:`deepgym.judging.observe`), and classifies what was observed. It returns a :class:`~deepgym.verdict.Verdict` or raises
 :class:`~deepgym.verdict.NoVerdictError`. ``run_batch`` does the same for many responses in parallel and
 returns every outcome in order, so a failure never costs the samples already judged.
 """
@@ -23,7 +23,7 @@ from .accounting import NoVerdictMonitor
 from .admission import Admission
 from .environments import Environment, load_environment
 from .extract import check_reasoning, extract_code, extract_patch
-from .judging import Images, isolation_for, judge
+from .judging import Images, isolation_for, observe
 from .pushed import pinned_refs
 from .rows import RowTask
 from .runner.protocol import Request
@@ -149,8 +149,8 @@ class DeepGym:
                           tests=task.tests if task is not None else None)
         started = time.monotonic()
         try:
-            observation = judge(self.provider, env, request, self.images, admission=self.admission,
-                                isolation=isolation)
+            observation = observe(self.provider, env, request, self.images, admission=self.admission,
+                                  isolation=isolation)
         except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
             log.error("provider %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
             observation = Observation(runtime=self.backend, infra_error="verifier_error",

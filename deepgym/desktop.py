@@ -30,7 +30,6 @@ which is scored from what the recorder holds; an error of the supervisor is no v
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import socket
@@ -51,7 +50,7 @@ from .verdict import NoVerdictError, Verdict
 if TYPE_CHECKING:
     from .client import DeepGym
     from .sandbox.docker import DockerProvider
-    from .sandbox.prewarm import Attached
+    from .sandbox.docker import Attached
 
 SUPERVISOR = ("python3", "-I", "-B", "-m", "deepgym_desktop")
 PREWARM_VARIABLE = "DEEPGYM_DESKTOP_PREWARM"
@@ -158,9 +157,7 @@ class Desktop:
             return False
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.box.close_stream()
-        self.provider._remove(self.box.container)
+        self.box.close()
 
 
 def launch(provider: DockerProvider, spec: SandboxSpec, screen: tuple[int, int]) -> Desktop:

@@ -46,7 +46,6 @@ screen         no        desktop environments only: ``{width, height}`` in pixel
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -55,8 +54,10 @@ from typing import Any
 
 import yaml
 
+from .bundle import environment_roots
 from .errors import EnvironmentNotFoundError, ManifestError
 from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
+from .sandbox.base import SandboxSpec
 
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
@@ -74,24 +75,6 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
     # At least half a CPU: below a third, a busy submission would look starved by the host (see Limits).
     "cpus": (0.5, 64),
 }
-
-
-@lru_cache(maxsize=1)
-def bundle_root() -> Path:
-    """The folder holding ``docker-bake.hcl``, ``images/`` and ``environments/``: the repository in a
-    checkout, or the copy the wheel carries. Found once per process (the package does not move), since every
-    environment lookup needs it and an event loop may look up hundreds in one pass."""
-    package = Path(__file__).resolve().parent
-    for candidate in (package / "_bundle", package.parent):
-        if (candidate / "docker-bake.hcl").is_file():
-            return candidate
-    raise FileNotFoundError(f"deepgym's bundle (docker-bake.hcl, images/, environments/) is missing next to {package}")
-
-
-def environment_roots() -> list[Path]:
-    roots = [bundle_root() / "environments"]
-    roots += [Path(p) for p in os.environ.get("DEEPGYM_ENVIRONMENTS", "").split(os.pathsep) if p]
-    return roots
 
 
 @dataclass(frozen=True)
@@ -174,7 +157,7 @@ SESSION_RANGES: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Environment:
-    """A validated environment. ``path`` is its folder; ``image`` is its image's name."""
+    """A validated environment. ``path`` is its folder; its image's name is :func:`deepgym.images.image_name`."""
 
     id: str
     kind: str
@@ -195,12 +178,6 @@ class Environment:
     """The services a session's agent starts and the final verification checks."""
     screen: tuple[int, int] | None = None
     """(width, height) of a ``desktop`` environment's display; None for every other kind."""
-
-    @property
-    def image(self) -> str:
-        from .images import image_name
-
-        return image_name(self.id)
 
     @property
     def tests_dir(self) -> Path:
@@ -399,3 +376,20 @@ def load_environment(name: str | Environment) -> Environment:
     manifest = manifests[name]
     return _load(manifest, manifest.stat().st_mtime_ns)
 
+
+ENVIRONMENT_LABEL = "deepgym.environment"
+# The runner, the init and the kernel's bookkeeping need a little beyond the submission's own limits.
+RUNNER_MEMORY_MB = 128
+RUNNER_PIDS = 8
+# The host's deadline for a sample is the runner's own (Limits.host_deadline_s) plus the time a sandbox may
+# take to start on a busy engine.
+START_GRACE_S = 20.0
+
+
+def sandbox_spec(env: Environment, image_id: str) -> SandboxSpec:
+    """The sandbox for one sample of ``env``: the manifest's limits plus the runner's margins."""
+    limits = env.limits
+    return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + RUNNER_MEMORY_MB,
+                       pids=limits.pids + RUNNER_PIDS, cpus=limits.cpus, nofile=limits.nofile,
+                       tmpfs_mb=limits.tmpfs_mb, lifetime_s=limits.host_deadline_s + 2 * START_GRACE_S,
+                       labels={ENVIRONMENT_LABEL: env.id})

@@ -20,7 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TextIO
 
-from .environments import bundle_root, list_environments, load_environment
+from .bundle import bundle_root
+from .environments import list_environments, load_environment
 from .errors import ImageBuildError
 
 HASH_LABEL = "org.deepgym.content-hash"
@@ -43,6 +44,13 @@ RUNTIME_IMAGES = ("row_python",)
 def image_name(name: str) -> str:
     """The image of ``name`` (an environment id, or ``base``), as docker-bake.hcl tags it."""
     return f"{os.environ.get('DEEPGYM_REGISTRY', '')}deepgym-{name}:{os.environ.get('DEEPGYM_TAG', 'latest')}"
+
+
+def bake_target(name: str, context: str, kind: str = "function") -> str:
+    """The docker-bake.hcl target block of an environment (a desktop one builds on the desktop image)."""
+    inherits = "_desktop" if kind == "desktop" else "_environment"
+    return (f'\ntarget "{name}" {{\n  inherits = ["{inherits}"]\n  context  = "{context}"\n'
+            f'  tags     = [image("{name}")]\n  labels   = environment_labels("{name}")\n}}\n')
 
 
 def _folder_digest(digest: hashlib._Hash, root: Path, folder: Path) -> None:
@@ -145,8 +153,6 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
         known = set(re.findall(r'^target "([a-z0-9_]+)"', (root / "docker-bake.hcl").read_text(), re.M))
         extra = [name for name in todo if name not in known]
         if extra:
-            from .scaffold import bake_target
-
             extra_file = Path(scratch, "environments.hcl")
             extra_file.write_text("".join(bake_target(name, str(load_environment(name).path), load_environment(name).kind)
                                           for name in extra))

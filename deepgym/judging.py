@@ -1,7 +1,7 @@
 """One judging path over any sandbox: the request goes to the runner on its stdin, the runner runs in a fresh
 sandbox of the environment's image, and what came back becomes an :class:`~deepgym.verdict.Observation`.
 
-:func:`judge` never decides a verdict (:func:`~deepgym.verdict.classify` does, from the runner's own facts),
+:func:`observe` never decides a verdict (:func:`~deepgym.verdict.classify` does, from the runner's own facts),
 and never raises for a failure of the sandbox or its provider: that is the observation's ``infra_error``.
 The same code serves every provider; Docker's attached main process is only a faster
 :meth:`~deepgym.sandbox.Provider.run`.
@@ -22,23 +22,19 @@ import threading
 import time
 from collections.abc import Mapping
 
-from . import shutdown
+from .shutdown import reason as shutdown_reason
+from .shutdown import requested as shutdown_requested
 from .admission import Admission, AdmissionCancelled
-from .environments import ISOLATIONS, Environment
-from .images import HASH_LABEL, content_hash, hash_status
+from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
+# registration.py still takes RUNNER_MEMORY_MB from here until its own change of issue 24 lands.
+from .environments import RUNNER_MEMORY_MB  # noqa: F401
+from .images import HASH_LABEL, content_hash, hash_status, image_name
 from .runner.protocol import Request
-from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
+from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError
 from .sandbox.base import IMAGE_RUNNER
 from .verdict import Observation
 
 log = logging.getLogger("deepgym")
-ENVIRONMENT_LABEL = "deepgym.environment"
-# The runner, the init and the kernel's bookkeeping need a little beyond the submission's own limits.
-RUNNER_MEMORY_MB = 128
-RUNNER_PIDS = 8
-# The host's deadline for a sample is the runner's own (Limits.host_deadline_s) plus the time a sandbox may
-# take to start on a busy engine.
-START_GRACE_S = 20.0
 STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
 # Warm mode's containers run the runner as a server (deepgym/runner/serve.py, docs/warm.md).
 WARM_RUNNER = (*IMAGE_RUNNER, "serve")
@@ -52,27 +48,20 @@ class ImageStale(SandboxError):
 
 def isolation_for(env: Environment, isolation: str | None, provider: Provider) -> str:
     """How a sample of ``env`` is isolated: ``isolation`` when the call names one, else the manifest's.
-    ``process`` (warm containers) exists on the docker provider only: a manifest's ``process`` elsewhere means
-    ``container`` (stricter), a call's is refused. Local mode has no isolation either way."""
+    ``process`` (warm containers) exists only where the provider offers it (:attr:`Provider.process_isolation
+    <deepgym.sandbox.base.Provider.process_isolation>`: docker's warm pools, and local mode, which has no
+    isolation either way): a manifest's ``process`` elsewhere means ``container`` (stricter), a call's is
+    refused."""
     chosen = env.isolation if isolation is None else isolation
     if chosen not in ISOLATIONS:
         raise ValueError(f"unknown isolation {chosen!r}; use 'container' (a fresh container per sample, the "
                          f"default) or 'process' (warm containers, docs/warm.md)")
-    if chosen == "process" and provider.name not in ("docker", "local"):
+    if chosen == "process" and not provider.process_isolation:
         if isolation is None:
             return "container"
         raise ValueError(f"isolation='process' needs the docker provider, and this client judges on "
                          f"{provider.name!r}; use isolation='container' or DeepGym('docker')")
     return chosen
-
-
-def sandbox_spec(env: Environment, image_id: str) -> SandboxSpec:
-    """The sandbox for one sample of ``env``: the manifest's limits plus the runner's margins."""
-    limits = env.limits
-    return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + RUNNER_MEMORY_MB,
-                       pids=limits.pids + RUNNER_PIDS, cpus=limits.cpus, nofile=limits.nofile,
-                       tmpfs_mb=limits.tmpfs_mb, lifetime_s=limits.host_deadline_s + 2 * START_GRACE_S,
-                       labels={ENVIRONMENT_LABEL: env.id})
 
 
 class Images:
@@ -90,7 +79,7 @@ class Images:
     def ref(self, env: Environment) -> str:
         """The image ``env``'s sandboxes start from: the pushed, digest-pinned reference when ``pinned`` (a
         pushed-images manifest) names one, else the local name."""
-        return self.pinned.get(env.id, env.image)
+        return self.pinned.get(env.id, image_name(env.id))
 
     def resolve(self, provider: Provider, env: Environment) -> tuple[str, str]:
         """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable."""
@@ -137,48 +126,50 @@ def runner_exit(result: ExecResult) -> int | None:
     return result.exit_code
 
 
-def judge(provider: Provider, env: Environment, request: Request, images: Images, *,
+def observe(provider: Provider, env: Environment, request: Request, images: Images, *,
           admission: Admission | None = None, isolation: str = "container") -> Observation:
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
     With ``admission``, the sandbox first waits for a slot (:mod:`deepgym.admission`); every clock of the
     sample starts once it has one. The host's deadline (the runner's own plus START_GRACE_S) is the exec's
     timeout; a command killed there has ``deadline_hit`` and no exit status, and the runner's heartbeats say
-    whose fault it was. ``isolation="process"`` judges in a warm container of the docker provider
-    (:mod:`deepgym.sandbox.warm`), see :func:`isolation_for`.
+    whose fault it was. ``isolation="process"`` judges in a warm sandbox of the provider's
+    (:meth:`Provider.warm_pool <deepgym.sandbox.base.Provider.warm_pool>`), where it has one; see
+    :func:`isolation_for`.
 
     A sample that deepgym's shutdown (:mod:`deepgym.shutdown`) overlaps has no verdict (``cancelled``): one
     not started yet never starts, one waiting for its slot stops waiting, and one running, whose sandbox the
     shutdown removes, is not read as whatever that removal looks like."""
-    if shutdown.requested():
+    if shutdown_requested():
         return _cancelled(provider)
     try:
-        with admission.slot(cancelled=shutdown.requested) if admission is not None else contextlib.nullcontext():
-            observation = _judge(provider, env, request, images, isolation)
+        with admission.slot(cancelled=shutdown_requested) if admission is not None else contextlib.nullcontext():
+            observation = _observe(provider, env, request, images, isolation)
     except AdmissionCancelled:
         return _cancelled(provider)
-    return _cancelled(provider) if shutdown.requested() else observation
+    return _cancelled(provider) if shutdown_requested() else observation
 
 
 def _cancelled(provider: Provider) -> Observation:
     return Observation(runtime=provider.name, infra_error="cancelled",
-                       infra_reason=f"deepgym is shutting down ({shutdown.reason()}), so this sample was stopped "
+                       infra_reason=f"deepgym is shutting down ({shutdown_reason()}), so this sample was stopped "
                                     f"before its verdict; judge it again in a process that is not shutting down")
 
 
-def _judge(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> Observation:
+def _observe(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> Observation:
     started = time.monotonic()
     image_id: str | None = None
     image_status: str | None = None
     try:
-        if provider.name == "local":
-            spec = sandbox_spec(env, "host")
+        if provider.host_image is not None:
+            spec = sandbox_spec(env, provider.host_image)
         else:
             image_id, image_status = images.resolve(provider, env)
             spec = sandbox_spec(env, image_id)
         timeout_s = request.limits.host_deadline_s + START_GRACE_S
-        if isolation == "process" and provider.name != "local":
-            result = provider.warm_pool().run(spec, WARM_RUNNER, request, timeout_s)
+        warm = provider.warm_pool() if isolation == "process" else None
+        if warm is not None:
+            result = warm.run(spec, WARM_RUNNER, request, timeout_s)
         else:
             result = provider.run(spec, provider.runner_argv(str(env.tests_dir)),
                                   ExecOptions(stdin=request.to_json().encode() + b"\n", timeout_s=timeout_s))

@@ -342,7 +342,8 @@ def _largest_input(tests: dict[str, Any]) -> int:
 
 
 def _build(data_source: str, ground_truth: Any, scoring: str, limits: Limits) -> RowTask:
-    from .environments import LIMIT_RANGES, Environment, bundle_root
+    from .bundle import bundle_root
+    from .environments import LIMIT_RANGES, Environment
 
     truth = _ground_truth(ground_truth)
     family = ALIASES[data_source]

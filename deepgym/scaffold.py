@@ -14,18 +14,13 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from .environments import _NAME, bundle_root, environment_roots, list_environments
+from .bundle import bundle_root, environment_roots
+from .environments import _NAME, list_environments
 from .errors import DeepGymError
+from .images import bake_target
 from .runner.protocol import ENVIRONMENT_KINDS
 
 PLACEHOLDER = "{{name}}"
-
-
-def bake_target(name: str, context: str, kind: str = "function") -> str:
-    """The docker-bake.hcl target block of an environment (a desktop one builds on the desktop image)."""
-    inherits = "_desktop" if kind == "desktop" else "_environment"
-    return (f'\ntarget "{name}" {{\n  inherits = ["{inherits}"]\n  context  = "{context}"\n'
-            f'  tags     = [image("{name}")]\n  labels   = environment_labels("{name}")\n}}\n')
 
 
 def _add_to_group(text: str, group_name: str, name: str) -> str | None:

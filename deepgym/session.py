@@ -308,7 +308,7 @@ class BaseSession:
     def _spec(self, image_id: str, *, memory_mb: int = 0, pids: int = 0) -> SandboxSpec:
         """The container's spec: the manifest's limits, plus ``memory_mb`` and ``pids`` for what deepgym runs in
         it beside the agent."""
-        from .judging import ENVIRONMENT_LABEL
+        from .environments import ENVIRONMENT_LABEL
 
         limits = self.env.limits
         return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + memory_mb, pids=limits.pids + pids,

@@ -2,7 +2,7 @@
 process, then let the signal do what it would have done without deepgym.
 
 **What is closed.** One registry holds the things to close on shutdown: each docker provider (its sample and
-session containers) and each pool of containers kept ahead of need (:mod:`deepgym.sandbox.prewarm`, warm
+session containers) and each pool of containers kept ahead of need (:mod:`deepgym.sandbox.docker.ready`, warm
 pools, :mod:`deepgym.desktop`'s). Whatever makes containers that outlive a call registers its close here, once::
 
     unregister = deepgym.shutdown.register(pool.close)     # a bound method is held weakly
@@ -22,7 +22,7 @@ second signal while shutting down goes straight to the previous handler. A progr
 handler later replaces deepgym's; it should then call :func:`shutdown` itself.
 
 A process killed by SIGKILL cannot clean up: the next deepgym to contact the engine removes the containers
-of processes that are gone, never those of a live one (:meth:`deepgym.sandbox.docker.DockerProvider.api`).
+of processes that are gone, never those of a live one (:meth:`deepgym.sandbox.docker.Engine.api`).
 """
 
 from __future__ import annotations

@@ -171,11 +171,11 @@ def warm_gym(env: str, size: int = 1, max_parallel: int = 2, **pool) -> Iterator
     """A docker client whose warm pool holds ``size`` containers of ``env``'s image (WarmPool's other options
     in ``pool``), so consecutive samples with ``isolation="process"`` share one."""
     from deepgym import DeepGym
-    from deepgym.sandbox.warm import WarmPool
+    from deepgym.sandbox.docker.warm import WarmPool
 
     ensure_images(env)
     with DeepGym("docker", max_parallel=max_parallel) as client:
-        client.provider._warm = WarmPool(client.provider, size=size, **pool)
+        client.provider._warm = WarmPool(client.provider.engine, max_parallel, size=size, **pool)
         yield client
 
 

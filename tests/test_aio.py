@@ -16,7 +16,7 @@ import pytest
 from support import ensure_images, fenced, solution
 from deepgym import DeepGym, NoVerdictError
 from deepgym.admission import Admission, AdmissionTimeout
-from deepgym.sandbox.prewarm import REFILLERS
+from deepgym.sandbox.docker.ready import REFILLERS
 from deepgym.session import action_sequences
 from deepgym.environments import load_environment
 

@@ -10,7 +10,7 @@ import pytest
 
 from support import ensure_images, solution
 from deepgym import load_environment
-from deepgym.judging import Images, judge
+from deepgym.judging import Images, observe
 from deepgym.runner.protocol import Request
 from deepgym.sandbox.docker import DockerProvider
 from deepgym.verdict import classify
@@ -46,7 +46,7 @@ def test_the_case_that_loops_sleeps_or_crashes_fails_alone(provider):
     env = load_environment(ENV)
     request = Request(nonce=os.urandom(16).hex(), kind=env.kind, submission=MIXED, entry_point=env.entry_point,
                       scoring="partial", limits=env.limits)
-    verdict = classify(request, judge(provider, env, request, Images()), env.id)
+    verdict = classify(request, observe(provider, env, request, Images()), env.id)
     assert verdict.has_verdict, verdict.to_dict()
     failed = {case.id: (case.error_type, case.error) for case in verdict.cases if not case.passed}
     assert set(failed) == {"fixed-0", "fixed-3", "fixed-4"}, failed

@@ -14,7 +14,7 @@ from deepgym.images import image_name
 from deepgym.sandbox.docker import LABEL, OWNER_LABEL, DockerProvider, owner_alive, owner_label, pid_namespace
 
 pytestmark = pytest.mark.docker
-HOST = DockerProvider().host
+HOST = DockerProvider().engine.host
 NAMESPACE = pid_namespace()
 
 
@@ -58,7 +58,7 @@ def test_start_up_reaps_orphans_and_spares_the_living():
     dead = finished_process_owner()
     orphan_running, orphan_created, mine = create(dead, start=True), create(dead, start=False), create(me, start=True)
     try:
-        DockerProvider().api()  # a new process's first contact with the engine
+        DockerProvider().engine.api()  # a new process's first contact with the engine
         assert not exists(orphan_running) and not exists(orphan_created)
         assert exists(mine)
     finally:
@@ -85,7 +85,7 @@ def test_a_process_killed_mid_sample_leaves_nothing_after_the_next_start():
     victim.wait()
     victim.stdout.close()
     assert exists(owned[0]), "its container outlives the process"
-    DockerProvider().api()
+    DockerProvider().engine.api()
     assert not exists(owned[0])
 
 
@@ -116,7 +116,7 @@ import sys, time
 from deepgym.images import image_name
 from deepgym.sandbox.docker import DockerProvider, LABEL, OWNER_LABEL
 provider = DockerProvider()
-api = provider.api()
+api = provider.engine.api()
 container = api.create_container(image_name("base"), command=["sleep", "300"],
                                  labels={LABEL: provider.run_id, OWNER_LABEL: provider.owner})["Id"]
 api.start(container)
@@ -137,10 +137,10 @@ def test_another_pid_namespace_on_the_same_host_keeps_its_live_containers():
         theirs, their_owner = other.stdout.readline().split()
         host, namespace, pid, _ = their_owner.split("/")
         assert host == HOST and namespace != NAMESPACE and int(pid) < 10, "the other process has its own pid space"
-        DockerProvider().api()  # our start-up reaper
+        DockerProvider().engine.api()  # our start-up reaper
         assert exists(theirs), "a live process of another pid namespace lost its container"
         reaper = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
-                                 "from deepgym.sandbox.docker import DockerProvider; DockerProvider().api()"],
+                                 "from deepgym.sandbox.docker import DockerProvider; DockerProvider().engine.api()"],
                                 capture_output=True, text=True)
         assert reaper.returncode == 0, reaper.stderr
         assert exists(mine), "a reaper in another pid namespace removed a live process's container"

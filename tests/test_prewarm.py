@@ -1,4 +1,4 @@
-"""Strict mode's prewarmed containers (deepgym.sandbox.prewarm) on the real engine: each is used for exactly one
+"""Strict mode's prewarmed containers (deepgym.sandbox.docker.ready) on the real engine: each is used for exactly one
 sample, a sample's deadline starts when it asks, a container that died while it waited is never used, and
 closing leaves nothing behind. The conformance and hostile suites run through the same path (docker's
 attached fast path prewarms by default)."""
@@ -13,7 +13,7 @@ import pytest
 
 from deepgym.errors import ConfigurationError
 from deepgym.sandbox import ExecOptions, SandboxSpec
-from deepgym.sandbox.prewarm import PREWARM_VARIABLE, prewarm_size
+from deepgym.sandbox.docker.ready import PREWARM_VARIABLE, prewarm_size
 
 ENV = "coin_change"
 # Echoes its stdin back after a pause, as the runner answers its request.
@@ -71,13 +71,13 @@ def test_each_sample_gets_a_container_of_its_own_made_before_it_asked(spec):
 
     provider = DockerProvider(prewarm=2)
     used: list[str] = []
-    finish = provider.finish_attached
+    finish = provider.engine.finish_attached
 
     def spy(box, options, started):
         used.append((box.container, started - box.made))
         return finish(box, options, started)
 
-    provider.finish_attached = spy
+    provider.engine.finish_attached = spy
     try:
         first = provider.run(spec, ECHO, ExecOptions(stdin=b"one", timeout_s=30))  # cold: nothing was ready
         wait_ready(provider, 2)
@@ -119,17 +119,16 @@ def test_a_prewarmed_container_that_died_while_it_waited_is_never_used(spec):
 
 
 @pytest.mark.docker
-def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec, monkeypatch):
-    from deepgym.sandbox import prewarm
+def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
     from deepgym.sandbox.docker import DockerProvider
 
-    monkeypatch.setattr(prewarm, "MAX_KINDS", 2)
     provider = DockerProvider(prewarm=1)
+    provider.prewarm.max_kinds = 2
     try:
         for cwd in ("/", "/tmp", "/usr", "/etc"):  # four kinds: the same command in four working directories
             provider.run(spec, ECHO, ExecOptions(stdin=b"k", cwd=cwd, timeout_s=30))
             wait_made(provider)  # its refill lands (evicting the oldest kind) before the next kind is used
-        kinds = [kind[3] for kind, boxes in provider.prewarm._ready.items() if boxes]
+        kinds = [kind.options.cwd for kind, boxes in provider.prewarm._ready.items() if boxes]
         assert kinds == ["/usr", "/etc"] and sum(len(b) for b in provider.prewarm._ready.values()) == 2, kinds
     finally:
         provider.close()

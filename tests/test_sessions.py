@@ -213,12 +213,12 @@ def test_row_1_an_engine_lost_mid_episode_gives_no_verdict(gym):
         session.start()
         box = session._sandbox.id
         session.step("ls")
-        real = gym.provider._api
-        gym.provider._api = docker.APIClient(base_url="unix:///nonexistent/docker.sock", version="1.41")
+        real = gym.provider.engine._api
+        gym.provider.engine._api = docker.APIClient(base_url="unix:///nonexistent/docker.sock", version="1.41")
         try:
             step = session.step("ls")
         finally:
-            gym.provider._api = real
+            gym.provider.engine._api = real
         assert step.done
         with pytest.raises(NoVerdictError) as failure:
             session.score()

@@ -209,7 +209,7 @@ def test_the_next_start_reaps_a_sigkilled_processs_prewarmed_containers_never_a_
         victim.send_signal(signal.SIGKILL)
         victim.wait()
         assert len(containers_of(victim.pid, victim_owner)) >= 2, "a killed process cannot clean up"
-        DockerProvider().api()  # the next start
+        DockerProvider().engine.api()  # the next start
         assert containers_of(victim.pid, victim_owner) == []
         assert set(theirs) <= set(containers_of(bystander.pid, bystander_owner)), "a live process keeps its own"
         bystander.send_signal(signal.SIGTERM)

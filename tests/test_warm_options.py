@@ -15,12 +15,18 @@ from deepgym import load_environment
 from deepgym.judging import isolation_for
 from deepgym.runner.protocol import MAX_UID
 from deepgym.runner.cleanup import empty
-from deepgym.sandbox.warm import FIRST_UID, SAMPLES_VARIABLE, WarmPool, uid_range
+from deepgym.sandbox.base import Provider
+from deepgym.sandbox.docker import DockerProvider
+from deepgym.sandbox.docker.warm import FIRST_UID, SAMPLES_VARIABLE, WarmPool, uid_range
+from deepgym.sandbox.local import LocalProvider
 
 
 class Named:
-    def __init__(self, name: str):
+    """A provider's name and capabilities without the provider (no engine, no opt-in): those of ``kind``."""
+
+    def __init__(self, name: str, kind: type[Provider] = Provider):
         self.name = name
+        self.process_isolation = kind.process_isolation
 
 
 @pytest.fixture
@@ -30,16 +36,16 @@ def env():
 
 def test_a_call_overrides_the_manifest_and_the_manifest_is_the_default(env):
     warm_env = dataclasses.replace(env, isolation="process")
-    assert isolation_for(env, None, Named("docker")) == "container"
-    assert isolation_for(warm_env, None, Named("docker")) == "process"
-    assert isolation_for(warm_env, "container", Named("docker")) == "container"
-    assert isolation_for(env, "process", Named("docker")) == "process"
-    assert isolation_for(env, "process", Named("local")) == "process"  # local isolates nothing either way
+    assert isolation_for(env, None, Named("docker", DockerProvider)) == "container"
+    assert isolation_for(warm_env, None, Named("docker", DockerProvider)) == "process"
+    assert isolation_for(warm_env, "container", Named("docker", DockerProvider)) == "container"
+    assert isolation_for(env, "process", Named("docker", DockerProvider)) == "process"
+    assert isolation_for(env, "process", Named("local", LocalProvider)) == "process"  # local isolates nothing either way
 
 
 def test_an_unknown_isolation_is_refused_with_the_choices(env):
     with pytest.raises(ValueError, match=r"unknown isolation 'vm'.*'container'.*'process'"):
-        isolation_for(env, "vm", Named("docker"))
+        isolation_for(env, "vm", Named("docker", DockerProvider))
 
 
 def test_process_isolation_elsewhere_than_docker(env):
@@ -51,16 +57,14 @@ def test_process_isolation_elsewhere_than_docker(env):
 
 
 def test_pool_settings_are_checked(monkeypatch):
-    provider = Named("docker")
-    provider.max_parallel = 3
-    pool = WarmPool(provider)
+    pool = WarmPool(None, max_parallel=3)
     assert (pool.size, pool.samples) == (3, 100)
     monkeypatch.setenv(SAMPLES_VARIABLE, "0")
     with pytest.raises(ValueError, match=SAMPLES_VARIABLE):
-        WarmPool(provider)
+        WarmPool(None, max_parallel=3)
     monkeypatch.setenv(SAMPLES_VARIABLE, "many")
     with pytest.raises(ValueError, match="not a whole number"):
-        WarmPool(provider)
+        WarmPool(None, max_parallel=3)
 
 
 def test_uid_ranges_stay_in_the_warm_range():

@@ -42,9 +42,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..errors import DeepGymError
+
+if TYPE_CHECKING:
+    import socket
+
+    from ..runner.protocol import Request
 
 # The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
 IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
@@ -190,8 +195,28 @@ class Image:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+class AttachedRun(Protocol):
+    """A sandbox whose main process's stdio is a stream the caller holds (:meth:`Provider.start_attached`):
+    ``sock`` carries it (Docker's multiplexed frames), and ``close()`` closes the stream and removes the
+    sandbox."""
+
+    sock: socket.socket
+
+    def close(self) -> None: ...
+
+
+class WarmRuns(Protocol):
+    """A provider's warm sandboxes (:meth:`Provider.warm_pool`): each judges many samples, one at a time, each
+    under uids it never had (docs/warm.md)."""
+
+    def run(self, spec: SandboxSpec, argv: Sequence[str], request: Request, timeout_s: float) -> ExecResult:
+        """Judge ``request`` in a warm sandbox of ``spec`` whose main process is ``argv`` (the runner's server),
+        by ``timeout_s`` from when it has a sandbox."""
+
+
 class Provider(ABC):
-    """Makes sandboxes. Thread-safe; one per process and mode is enough."""
+    """Makes sandboxes. Thread-safe; one per process and mode is enough. Optional abilities are capabilities
+    the provider advertises (:attr:`attaches`, :meth:`warm_pool`, :attr:`host_image`), never its name."""
 
     name: ClassVar[str]
     admission_key: str | None = "host"
@@ -199,6 +224,14 @@ class Provider(ABC):
     this host's CPUs, a key per engine for a remote Docker engine; None for a remote provider, whose
     sandboxes use none of this host's CPUs and whose account bound its adapter holds itself
     (:mod:`deepgym.sandbox.quota`)."""
+    attaches: ClassVar[bool] = False
+    """Whether :meth:`start_attached` works here: a sandbox's main process with its stdio on one stream."""
+    process_isolation: ClassVar[bool] = False
+    """Whether a sample may ask for ``isolation="process"`` here: the provider has warm sandboxes
+    (:meth:`warm_pool`), or isolates nothing either way."""
+    host_image: ClassVar[str | None] = None
+    """The image a spec names when this provider runs the host's own files instead of an environment's image
+    (no image is resolved then); None for a provider that starts images."""
 
     @abstractmethod
     def image(self, ref: str) -> Image:
@@ -220,6 +253,16 @@ class Provider(ABC):
         """The runner's command line in this provider's sandboxes, for an environment whose hidden tests are in
         ``tests_dir`` on this host: the image's own runner, which has the tests baked in."""
         return list(IMAGE_RUNNER)
+
+    def start_attached(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> AttachedRun:
+        """A sandbox whose main process is ``argv`` (as ``options``' user, in its cwd, with its env), started with
+        its stdio attached: a capability of the providers whose :attr:`attaches` is true. Raises StartFailure,
+        ImageMissing or ProviderUnavailable (nothing is left behind then)."""
+        raise NotImplementedError(f"the {self.name} provider cannot attach to a sandbox's main process")
+
+    def warm_pool(self) -> WarmRuns | None:
+        """This provider's warm sandboxes, made on first use; None when it has none."""
+        return None
 
     @abstractmethod
     def sweep(self, labels: Mapping[str, str]) -> int:

@@ -49,6 +49,8 @@ class LocalProvider(Provider):
     """Scratch folders under the system's temporary directory, labelled by a file inside each."""
 
     name = "local"
+    process_isolation = True  # local isolates nothing, whichever isolation a sample asks for
+    host_image = "host"
 
     def __init__(self, *, allow_local: bool | None = None, max_parallel: int = 0):
         allowed = allow_local if allow_local is not None else os.environ.get(OPT_IN_VARIABLE) == "1"

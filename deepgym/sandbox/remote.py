@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Sandbox, SandboxLost, SandboxSpec, StartFailure
 from .quota import AccountLimits
-from .docker import FILE_HELPER, FILE_TIMEOUT_S, _file_error, read_file_reply
+from .docker.scripts import FILE_HELPER, FILE_TIMEOUT_S, file_error, read_file_reply
 
 # How much later than the helper's own deadline the provider's exec deadline is: the helper's kill and report.
 PROVIDER_GRACE_S = 30.0
@@ -270,7 +270,7 @@ class RemoteSandbox(Sandbox):
         result = self.exec([self.python, *FILE_HELPER[1:], "put", path, str(file.mode), str(file.uid),
                             str(file.gid)], ExecOptions(stdin=file.data, user="0:0", timeout_s=FILE_TIMEOUT_S))
         if result.exit_code != 0:
-            raise _file_error(path, result)
+            raise file_error(path, result)
 
     def get(self, path: str) -> File:
         return read_file_reply(path, self.exec([self.python, *FILE_HELPER[1:], "get", path],

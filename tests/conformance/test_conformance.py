@@ -20,7 +20,7 @@ import pytest
 
 from deepgym import load_environment
 from deepgym.extract import extract_code, extract_patch
-from deepgym.judging import Images, judge
+from deepgym.judging import Images, observe
 from deepgym.runner.protocol import Request
 from deepgym.sandbox import ExecOptions, File, ProviderUnavailable, SandboxLost
 from deepgym.sandbox.base import STDERR_TAIL_BYTES
@@ -227,7 +227,7 @@ def test_the_verdict_cannot_be_forged_from_inside(target, attack):
             else extract_code(attack.response, entry_point=env.entry_point))
     request = Request(nonce=os.urandom(16).hex(), kind=env.kind, submission=code, entry_point=env.entry_point,
                       scoring=env.scoring, limits=env.limits)
-    outcome = classify(request, judge(target.provider, env, request, Images()), env.id)
+    outcome = classify(request, observe(target.provider, env, request, Images()), env.id)
     assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, outcome.to_dict()
 
 
@@ -245,7 +245,7 @@ def test_coin_change_is_judged_right_wrong_and_looping(target, answer):
     env = load_environment("coin_change")
     request = Request(nonce=os.urandom(16).hex(), kind=env.kind, submission=code, entry_point=env.entry_point,
                       scoring=env.scoring, limits=env.limits)
-    outcome = classify(request, judge(target.provider, env, request, Images()), env.id)
+    outcome = classify(request, observe(target.provider, env, request, Images()), env.id)
     assert (outcome.has_verdict, outcome.score, outcome.error_type) == (True, score, error_type), outcome.to_dict()
 
 

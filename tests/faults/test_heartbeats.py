@@ -20,7 +20,7 @@ from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, HEARTBEAT_FIELDS, OPTIONAL_FACTS, Limits, Request, parse_events
 from deepgym.runner.sandbox import own_cgroup_mount
-from deepgym.judging import Images, judge
+from deepgym.judging import Images, observe
 from deepgym.sandbox.docker import DockerProvider
 from deepgym.scaffold import new_environment
 
@@ -124,7 +124,7 @@ def test_heartbeats_are_small_regular_and_leave_the_verdict_alone():
     request = Request(nonce="beat", kind="function", submission=code, entry_point=env.entry_point, limits=env.limits)
     provider = DockerProvider()
     try:
-        observation = judge(provider, env, request, Images())
+        observation = observe(provider, env, request, Images())
     finally:
         provider.close()
     lines = [line for line in observation.stdout.splitlines() if b'"heartbeat"' in line]

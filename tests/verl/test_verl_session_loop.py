@@ -182,8 +182,8 @@ def test_an_engine_lost_mid_episode_gives_no_verdict(use_v1, tmp_path, caplog):
     real = {}
 
     def lose_engine():
-        real["api"] = provider.api()
-        provider._api = docker.APIClient(base_url=DEAD_ENGINE, version="1.41")
+        real["api"] = provider.engine.api()
+        provider.engine._api = docker.APIClient(base_url=DEAD_ENGINE, version="1.41")
 
     server = Server(call("ls"), call("ls inbox"), "Done.", before={1: lose_engine})
     try:

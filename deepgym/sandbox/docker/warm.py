@@ -1,7 +1,7 @@
 """Warm mode (``isolation="process"``): a few long-lived docker containers per kind of sample, each running the
 runner as a server (:mod:`deepgym.runner.serve`) that judges one sample at a time under a uid it never had.
 
-A :class:`WarmPool` keeps at most ``size`` containers per kind (:func:`deepgym.sandbox.prewarm.key`: the
+A :class:`WarmPool` keeps at most ``size`` containers per kind (:func:`deepgym.sandbox.docker.engine.key`: the
 image id, every limit and label of the spec, the command). A sample takes an idle container, or starts one
 when fewer than ``size`` exist, or waits for one to come back; its clocks start once it has one. It gets the
 container's next two uids (its own and its patch applier's) from a range picked at random for the container
@@ -14,7 +14,9 @@ A container is retired (removed, never used again) when its server says so (anyt
 an OOM kill or a limit hit in it, a runner that did not exit cleanly), when a sample misses the host's
 deadline or its stream breaks, after :data:`SAMPLES_VARIABLE` samples, and after :data:`MAX_IDLE_S` idle.
 Containers carry the provider's labels (``deepgym``, ``deepgym.owner``), so the provider's close, the orphan
-reaper and ``deepgym cleanup`` know them. Each pool registers its ``close`` with :mod:`deepgym.shutdown`, so a
+reaper and ``deepgym cleanup`` know them. The provider owns its pool (:meth:`DockerProvider.warm_pool
+<deepgym.sandbox.docker.DockerProvider.warm_pool>`); the pool drives the engine (:class:`~.engine.Engine`).
+Each pool registers its ``close`` with :mod:`deepgym.shutdown`, so a
 SIGTERM, a SIGINT or the interpreter's exit removes every warm container of this process.
 """
 
@@ -26,20 +28,16 @@ import logging
 import os
 import secrets
 import socket
-import struct
 import threading
 import time
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
 
-from .. import shutdown
-from ..runner.protocol import MAX_UID, Request
-from ..runner.serve import SERVE_MARKER
-from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
-from .prewarm import Attached, key
-
-if TYPE_CHECKING:
-    from .docker import DockerProvider
+from ...shutdown import register as on_shutdown
+from ...runner.protocol import MAX_UID, Request
+from ...runner.serve import SERVE_MARKER
+from ..base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
+from .engine import Attached, Engine, key
+from .frames import STDERR, FrameReader
 
 log = logging.getLogger("deepgym")
 CONTAINERS_VARIABLE = "DEEPGYM_WARM_CONTAINERS"
@@ -73,31 +71,35 @@ def uid_range(samples: int) -> int:
 
 @dataclasses.dataclass
 class Warm:
-    """One warm container: its attached stream, the samples it judged and its uid range."""
+    """One warm container: its attached stream (and the reader of its frames, which outlives a sample), the
+    samples it judged and its uid range."""
 
     box: Attached
     first_uid: int
     samples: int = 0
     idle_since: float = dataclasses.field(default_factory=time.monotonic)
-    buffer: bytearray = dataclasses.field(default_factory=bytearray)
+    reader: FrameReader = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reader = FrameReader(self.box.sock)
 
     def next_uid(self) -> int:
         return self.first_uid + 2 * self.samples
 
 
 class WarmPool:
-    """The warm containers of one :class:`~deepgym.sandbox.docker.DockerProvider`: at most ``size`` per kind,
-    each judging at most ``samples`` samples."""
+    """The warm containers of one engine: at most ``size`` per kind (default ``max_parallel``), each judging at
+    most ``samples`` samples."""
 
-    def __init__(self, provider: DockerProvider, size: int | None = None, samples: int | None = None):
-        self.provider = provider
-        self.size = _setting(size, CONTAINERS_VARIABLE, provider.max_parallel)
+    def __init__(self, engine: Engine, max_parallel: int, size: int | None = None, samples: int | None = None):
+        self.engine = engine
+        self.size = _setting(size, CONTAINERS_VARIABLE, max_parallel)
         self.samples = _setting(samples, SAMPLES_VARIABLE, DEFAULT_SAMPLES)
         self._idle: dict[Hashable, list[Warm]] = {}
         self._count: dict[Hashable, int] = {}
         self._changed = threading.Condition()
         self._closed = False
-        shutdown.register(self.close)
+        on_shutdown(self.close)
 
     def run(self, spec: SandboxSpec, argv: Sequence[str], request: Request, timeout_s: float) -> ExecResult:
         """Judge ``request`` in a warm container of ``spec`` whose main process is ``argv`` (the server), under
@@ -142,7 +144,7 @@ class WarmPool:
                     break
                 self._changed.wait()
         try:
-            box = self.provider.start_attached(spec, argv, ExecOptions(timeout_s=0))
+            box = self.engine.start_attached(spec, argv, ExecOptions(timeout_s=0))
         except BaseException:
             with self._changed:
                 self._count[kind] -= 1
@@ -162,8 +164,7 @@ class WarmPool:
             self._remove(warm)
 
     def _remove(self, warm: Warm) -> None:
-        warm.box.close_stream()
-        self.provider._remove(warm.box.container)
+        warm.box.close()
 
     def _converse(self, warm: Warm, line: bytes, nonce: str, deadline: float) -> tuple[ExecResult, bool]:
         """Send one request and read the container's stream up to the server's end line for ``nonce``. Returns
@@ -181,21 +182,11 @@ class WarmPool:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.sendall(line)
             while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return result(None, True), True
-                sock.settimeout(remaining)
-                chunk = sock.recv(1 << 16)
-                if not chunk:  # the container died or was removed: as a one-shot runner killed, no exit status
+                frames = warm.reader.read(deadline)
+                if frames is None:  # the container died or was removed: as a one-shot runner killed, no exit status
                     return result(None, False), True
-                warm.buffer.extend(chunk)
-                while len(warm.buffer) >= 8:
-                    stream, size = warm.buffer[0], struct.unpack(">I", warm.buffer[4:8])[0]
-                    if len(warm.buffer) < 8 + size:
-                        break
-                    payload = bytes(warm.buffer[8:8 + size])
-                    del warm.buffer[:8 + size]
-                    if stream == 2:
+                for stream, payload in frames:
+                    if stream == STDERR:
                         err.extend(payload)
                         del err[:-2 * STDERR_TAIL_BYTES]
                         continue

@@ -1,0 +1,166 @@
+"""Containers started ahead of need, each handed out once: one pool for strict mode's prewarmed runners and
+for desktops.
+
+A fresh container costs the engine a create, an attach and a start (most of a small sample's time; a
+desktop's display and browser take seconds more). :class:`ReadyPool` keeps ``size`` ready per kind (a
+hashable key that also says how to make one: :class:`~deepgym.sandbox.docker.engine.Launch` for strict
+mode). A taker gets one, or None when none is ready (and starts its own); every take tops its kind up again
+in the background, off the taker's path. A ready one that is no longer ``usable`` (it died, said something
+while it waited, or waited too long) is discarded instead of handed out; a used one is discarded through
+the pool too (:meth:`ReadyPool.discard`), so its removal is off the taker's path as well. :meth:`close` waits
+for the launches under way and discards everything left, so no container outlives its pool.
+
+**Strict mode** (:class:`~deepgym.sandbox.docker.provider.DockerProvider`). Nothing about a prewarmed
+container is shared: it was made from the resolved image id with the sample's own spec, and nothing ran in
+it but the runner waiting for its request (the runner starts its budgets and facts only once it has read
+the request), so the sample's deadline starts when it asks, never when its container was made. The pool is
+emptied when its provider closes, on SIGTERM or SIGINT (:mod:`deepgym.shutdown`), and at the latest when the
+interpreter exits; if deepgym is killed, its prewarmed runners read end-of-file on their stdin and exit, and
+the next start-up's reaper removes them (their owner label names this process).
+
+**Admission.** A waiting container holds no admission slot (:mod:`deepgym.admission`), and neither does its
+refill; the sample that takes one runs in it under the sample's own slot, like a container started for it.
+Admission bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a
+sample's limits unfair (a busy loop that escapes its timeout, ``host_overloaded``). A waiting runner competes
+for none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory
+(at most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
+containers keep samples waiting (one pool of ``max_parallel`` per kind holds every slot of a host whose bound
+is its CPU count), and handing that slot to the sample that takes it would make one process's pool decide
+when other processes' samples run. Making a container is the engine's work (create, attach, start), not a
+sandbox's: at most :data:`REFILLERS` per pool do it at once, and a sample whose CPU it took is judged by
+the runner's fair-timeout rule like one slowed by any other load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Generic, TypeVar
+
+from ...shutdown import register as on_shutdown
+from ..base import SandboxError
+
+log = logging.getLogger("deepgym")
+PREWARM_VARIABLE = "DEEPGYM_DOCKER_PREWARM"
+# Background workers that make and remove containers: two keep a pool of a few full at the engine's pace.
+REFILLERS = 2
+# Strict mode keeps at most this many pool sizes ready across all kinds: a client judging many environments
+# keeps the ones it used last (each waiting container holds some 20 MiB).
+MAX_KINDS = 4
+
+K = TypeVar("K", bound=Hashable)
+T = TypeVar("T")
+
+
+def prewarm_size(prewarm: int | None, max_parallel: int) -> int:
+    """How many containers strict mode keeps ready per kind: ``prewarm``, else ``DEEPGYM_DOCKER_PREWARM``, else
+    ``max_parallel`` (one for each sample that may run at once); 0 turns prewarming off."""
+    if prewarm is None:
+        text = os.environ.get(PREWARM_VARIABLE)
+        if text is None:
+            return max_parallel
+        try:
+            prewarm = int(text)
+        except ValueError:
+            from ...errors import ConfigurationError
+
+            raise ConfigurationError(f"{PREWARM_VARIABLE}={text!r} is not a whole number; set it to how many "
+                                     f"containers to keep started per environment, or 0 to start each on "
+                                     f"demand") from None
+    if prewarm < 0:
+        raise ValueError(f"prewarm must be 0 or more, got {prewarm}")
+    return prewarm
+
+
+class ReadyPool(Generic[K, T]):
+    """``size`` ready things per key, each handed out once. ``launch(key)`` makes one (a SandboxError is
+    logged and leaves the next taker to start its own and meet the failure itself); ``usable(thing)`` says
+    whether a ready one may still be handed out (its checks of age included); ``discard(thing)`` removes one.
+    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago."""
+
+    def __init__(self, size: int, launch: Callable[[K], T], usable: Callable[[T], bool],
+                 discard: Callable[[T], None], *, max_kinds: int | None = None, workers: int = REFILLERS,
+                 name: str = "deepgym-ready"):
+        self.size = size
+        self._launch, self._usable, self._discard = launch, usable, discard
+        self.max_kinds = max_kinds
+        self._ready: dict[K, deque[T]] = {}
+        self._making: dict[K, int] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        on_shutdown(self.close)  # on SIGTERM/SIGINT, and at the latest when the interpreter exits
+
+    def take(self, key: K) -> T | None:
+        """A ready thing of ``key``, or None when none is ready; ``key``'s pool is topped up either way."""
+        found = self._pop(key)
+        self._top_up(key)
+        return found
+
+    def discard(self, thing: T) -> None:
+        """Remove ``thing`` (one taken from this pool, or started by its taker) in the background; right away
+        once the pool is closed."""
+        try:
+            self._workers.submit(self._discard, thing)
+        except RuntimeError:  # the workers are shut down: remove it here
+            self._discard(thing)
+
+    def close(self) -> None:
+        """Discard every ready thing and wait for the workers: launches under way (whose things are then
+        discarded) and removals queued by takers included."""
+        with self._lock:
+            self._closed = True
+            left = [thing for ready in self._ready.values() for thing in ready]
+            self._ready.clear()
+        for thing in left:
+            self.discard(thing)
+        self._workers.shutdown(wait=True)
+
+    def _pop(self, key: K) -> T | None:
+        while True:
+            with self._lock:
+                ready = self._ready.pop(key, None)
+                thing = ready.popleft() if ready else None
+                if ready is not None:
+                    self._ready[key] = ready  # last in the order: the key taken most recently
+            if thing is None or self._usable(thing):
+                return thing
+            self.discard(thing)
+
+    def _evict(self) -> list[T]:
+        """The ready things beyond ``max_kinds`` pool sizes, of the keys taken longest ago (under the lock)."""
+        evicted: list[T] = []
+        while self.max_kinds is not None and sum(map(len, self._ready.values())) > self.max_kinds * self.size:
+            evicted.extend(self._ready.pop(next(iter(self._ready))))
+        return evicted
+
+    def _top_up(self, key: K) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            missing = self.size - len(self._ready.get(key, ())) - self._making.get(key, 0)
+            self._making[key] = self._making.get(key, 0) + max(0, missing)
+        for _ in range(missing):
+            self._workers.submit(self._make, key)
+
+    def _make(self, key: K) -> None:
+        thing = None
+        try:
+            if not self._closed:
+                thing = self._launch(key)
+        except SandboxError as exc:  # the next taker starts its own, and meets the failure itself
+            log.debug("starting a ready container failed: %s", exc)
+        finally:
+            evicted = []
+            with self._lock:
+                self._making[key] -= 1
+                if thing is not None and not self._closed:
+                    self._ready.setdefault(key, deque()).append(thing)
+                    thing = None
+                    evicted = self._evict()
+        for unused in evicted + ([thing] if thing is not None else []):  # too many kinds, or closed meanwhile
+            self.discard(unused)
