@@ -1,5 +1,5 @@
 """One judging path over any sandbox: the request goes to the runner on its stdin, the runner runs in a fresh
-sandbox of the environment's image, and what came back becomes an :class:`~deepgym.verdict.Observation`.
+sandbox of the environment's image, and what came back becomes an :class:`~deepgym.verdict.RunFacts`.
 
 :func:`judge` never decides a verdict (:func:`~deepgym.verdict.classify` does, from the runner's own facts),
 and never raises for a failure of the sandbox or its provider: that is the observation's ``infra_error``.
@@ -29,7 +29,7 @@ from .images import HASH_LABEL, content_hash, hash_status
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
 from .sandbox.base import IMAGE_RUNNER
-from .verdict import Observation
+from .verdict import RunFacts
 
 log = logging.getLogger("deepgym")
 ENVIRONMENT_LABEL = "deepgym.environment"
@@ -134,7 +134,7 @@ def runner_exit(result: ExecResult) -> int | None:
 
 
 def judge(provider: Provider, env: Environment, request: Request, images: Images, *,
-          admission: Admission | None = None, isolation: str = "container") -> Observation:
+          admission: Admission | None = None, isolation: str = "container") -> RunFacts:
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
     With ``admission``, the sandbox first waits for a slot (:mod:`deepgym.admission`); every clock of the
@@ -156,13 +156,13 @@ def judge(provider: Provider, env: Environment, request: Request, images: Images
     return _cancelled(provider) if shutdown.requested() else observation
 
 
-def _cancelled(provider: Provider) -> Observation:
-    return Observation(runtime=provider.name, infra_error="cancelled",
+def _cancelled(provider: Provider) -> RunFacts:
+    return RunFacts(runtime=provider.name, infra_error="cancelled",
                        infra_reason=f"deepgym is shutting down ({shutdown.reason()}), so this sample was stopped "
                                     f"before its verdict; judge it again in a process that is not shutting down")
 
 
-def _judge(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> Observation:
+def _judge(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> RunFacts:
     started = time.monotonic()
     image_id: str | None = None
     image_status: str | None = None
@@ -181,8 +181,8 @@ def _judge(provider: Provider, env: Environment, request: Request, images: Image
     except SandboxError as exc:
         if isinstance(exc, ImageMissing):
             images.forget(env)
-        return Observation(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
+        return RunFacts(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
-    return Observation(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
+    return RunFacts(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
                        stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
                        image_id=image_id, image_status=image_status)

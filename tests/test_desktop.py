@@ -11,10 +11,10 @@ import pytest
 
 from support import before_reference
 from deepgym import DeepGym
-from deepgym.check import check, table
+from deepgym.authoring.check import check, table
 from deepgym.environments import load_environment
 from deepgym.images import build
-from deepgym.session import action_sequences
+from deepgym.authoring.replay import action_sequences
 
 pytestmark = [pytest.mark.docker, pytest.mark.desktop]
 DESKTOPS = ["signup_form", "todo_list"]
@@ -129,7 +129,7 @@ def test_a_browser_that_dies_ends_the_episode_scored(gym):
         session.start()
         for action in reference[:3]:
             session.step(action)
-        container = session._sandbox.box.container
+        container = session._sandbox.box.id
         subprocess.run(["docker", "exec", "-u", "10011:10011", container, "sh", "-c", "kill -9 -1"],
                        capture_output=True, timeout=60)
         _wait_until_dead(container, "10011")
@@ -161,7 +161,7 @@ def test_the_recorder_refuses_every_process_but_the_browser(gym):
                   "request = urllib.request.Request('http://127.0.0.1:8000/event', data=json.dumps({'type': "
                   "'submit', 'form': {}}).encode(), headers={'Content-Type': 'application/json'})\n"
                   "try:\n    urllib.request.urlopen(request)\nexcept urllib.error.HTTPError as e:\n    print(e.code)\n")
-        container = session._sandbox.box.container
+        container = session._sandbox.box.id
         said = subprocess.run(["docker", "exec", "-u", "10000:10000", container, "python3", "-c", forged],
                               capture_output=True, text=True, timeout=60)
         assert said.stdout.strip() == "403", said
@@ -176,7 +176,7 @@ def test_the_recorder_refuses_every_process_but_the_browser(gym):
 def test_the_log_is_out_of_reach_of_the_browser_and_the_actions(gym):
     with gym.session("todo_list", 0) as session:
         session.start()
-        container = session._sandbox.box.container
+        container = session._sandbox.box.id
         for uid in ("10000", "10011"):
             tried = subprocess.run(["docker", "exec", "-u", f"{uid}:{uid}", container, "sh", "-c",
                                     "ls /tmp/deepgym-recorder || echo refused; echo x >> /tmp/deepgym-recorder/events.jsonl"
@@ -216,7 +216,7 @@ def test_a_flood_of_events_is_capped_and_scores_0(gym):
              "    list(pool.map(post, range(2050)))\n")
     with gym.session("todo_list", 1) as session:
         session.start()
-        done = subprocess.run(["docker", "exec", "-u", "10011:10011", session._sandbox.box.container, "python3", "-c",
+        done = subprocess.run(["docker", "exec", "-u", "10011:10011", session._sandbox.box.id, "python3", "-c",
                                flood], capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-500:]
         for action in action_sequences(load_environment("todo_list"), "reference")[1][:-1]:
@@ -237,17 +237,15 @@ def _replay(gym, name, variant, actions):
 
 def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
     """The pool's container killed while it waits: the next episode gets a fresh one and scores normally."""
-    from deepgym.desktop import pool
-
     with gym.session("todo_list", 4) as session:  # makes the pool start a ready one behind it
         session.start()
-    ready = pool(gym)
+    ready = gym._ready_desktops()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not any(ready.ready.values()):
         time.sleep(0.1)
     waiting = [desktop for queue in ready.ready.values() for desktop in queue]
     assert waiting, "the pool made no container"
-    subprocess.run(["docker", "kill", waiting[0].box.container], capture_output=True, timeout=60)
+    subprocess.run(["docker", "kill", waiting[0].box.id], capture_output=True, timeout=60)
     reference = action_sequences(load_environment("todo_list"), "reference")[4]
     with gym.session("todo_list", 4) as session:
         session.start()
@@ -260,16 +258,15 @@ def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
 def test_closing_the_client_removes_its_prewarmed_desktops_even_one_still_starting():
     """DeepGym.close empties the client's desktop pool before its provider closes: the ready desktop, and one a
     filler is still starting, are removed rather than left to the next start's reaper."""
-    from deepgym import desktop
     from deepgym.sandbox.docker import LABEL
 
     with DeepGym(mode="docker") as client:
         with client.session("signup_form", 0) as session:
             session.start()  # the pool starts a ready one behind it
-        ready = desktop.pool(client)
+        ready = client._ready_desktops()
         run = client.provider.run_id
     assert ready.closed and not any(ready.ready.values())
-    assert client not in desktop._pools, "a closed client's pool is gone"
+    assert client._desktops is None, "a closed client's pool is gone"
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={run}"], capture_output=True,
                           text=True, timeout=60).stdout.split()
     assert left == [], "no container of the closed client is left"

@@ -15,7 +15,7 @@ from deepgym import NoVerdictError
 from deepgym.environments import ManifestError, load_environment, parse_manifest
 from deepgym.images import build
 from deepgym.sandbox import ExecOptions
-from deepgym.session import action_sequences, replay
+from deepgym.authoring.replay import action_sequences, replay
 
 pytestmark = pytest.mark.docker
 FIXTURES = str(Path(__file__).resolve().parent / "session_envs")

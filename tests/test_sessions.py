@@ -14,7 +14,8 @@ import pytest
 from deepgym import DeepGym, NoVerdictError
 from deepgym.environments import SessionLimits, load_environment
 from deepgym.images import build
-from deepgym.session import WORKSPACE, action_sequences
+from deepgym.authoring.replay import action_sequences
+from deepgym.session.shell import WORKSPACE
 
 pytestmark = pytest.mark.docker
 SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest", "shell_fix_config")

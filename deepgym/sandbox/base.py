@@ -42,12 +42,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, Callable, ClassVar
 
 from ..errors import DeepGymError
 
 # The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
 IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
+# The in-sandbox side of a shell episode (deepgym.runner.session), as the image carries it.
+IMAGE_EPISODE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 
@@ -190,8 +192,54 @@ class Image:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+class EpisodeRunner:
+    """How a provider's sandboxes run a shell episode (:mod:`deepgym.session.shell`): a capability every
+    provider supplies (:meth:`Provider.episode_runner`), so that episodes never ask which provider they are on.
+    This default is the image's: its runner, confined, with the agent and the verifier as uids of their own."""
+
+    argv: tuple[str, ...] = IMAGE_EPISODE_RUNNER
+    own_uids = True
+    """Whether commands run as the uid they are given: services (run as uids of their own) need it."""
+    host_image: str | None = None
+    """The image an episode's spec names when the provider runs the host's own files instead of the
+    environment's image (no image is resolved then), else None."""
+
+    def user(self, uid: int) -> str | None:
+        """The ``ExecOptions.user`` of a command deepgym runs as ``uid`` (0 for the runner, the agent's uid)."""
+        return f"{uid}:{uid}"
+
+    def path(self, sandbox: Sandbox, path: str) -> str:
+        """``path`` inside ``sandbox`` as the sandbox's commands see it."""
+        return path
+
+    def request_fields(self, tests_dir: str, start_dir: str) -> dict[str, Any]:
+        """What the episode runner's request adds, for an environment whose hidden tests and start state are in
+        these host folders: nothing, when the image carries both."""
+        return {}
+
+
+class Attachment:
+    """A sandbox whose main process's stdio is a stream the caller holds (:meth:`Provider.attach`): ``sock``
+    carries it (Docker's multiplexed frames), and :meth:`close` closes the stream and removes the sandbox."""
+
+    def __init__(self, id: str, sock: Any, close: Callable[[], None]):
+        self.id = id
+        self.sock = sock
+        self._close = close
+
+    def close(self) -> None:
+        """Close the stream and remove the sandbox. Idempotent."""
+        close, self._close = self._close, None
+        if close is not None:
+            close()
+
+
 class Provider(ABC):
     """Makes sandboxes. Thread-safe; one per process and mode is enough."""
+
+    runs_desktops: ClassVar[bool] = False
+    """Whether this provider can run desktop episodes: it supports :meth:`attach`, and its sandboxes run the
+    desktop image's supervisor."""
 
     name: ClassVar[str]
     admission_key: str | None = "host"
@@ -220,6 +268,17 @@ class Provider(ABC):
         """The runner's command line in this provider's sandboxes, for an environment whose hidden tests are in
         ``tests_dir`` on this host: the image's own runner, which has the tests baked in."""
         return list(IMAGE_RUNNER)
+
+    def episode_runner(self) -> EpisodeRunner:
+        """How this provider's sandboxes run a shell episode: the image's runner, unless the provider says
+        otherwise."""
+        return EpisodeRunner()
+
+    def attach(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attachment:
+        """A sandbox whose main process is ``argv`` (as ``options``' user), started with its stdio attached: a
+        capability of the providers whose :attr:`runs_desktops` is true. Raises StartFailure,
+        ImageMissing or ProviderUnavailable (nothing is left behind then)."""
+        raise NotImplementedError(f"the {self.name} provider cannot attach to a sandbox's main process")
 
     @abstractmethod
     def sweep(self, labels: Mapping[str, str]) -> int:

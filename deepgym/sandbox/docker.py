@@ -46,7 +46,7 @@ import requests.exceptions
 
 from .. import shutdown
 from ..admission import engine_key
-from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
+from .base import (STDERR_TAIL_BYTES, Attachment, ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 from . import ssh
 from .prewarm import REFILLERS, Attached, Prewarm, prewarm_size
@@ -258,6 +258,7 @@ class DockerProvider(Provider):
     containers of other hosts that share the engine."""
 
     name = "docker"
+    runs_desktops = True
 
     def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,
                  docker_host: str | None = None):
@@ -389,6 +390,10 @@ class DockerProvider(Provider):
                 self._remove(container)
             raise
         return box
+
+    def attach(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attachment:
+        box = self.start_attached(spec, argv, options)
+        return Attachment(box.container, box.sock, lambda: (box.close_stream(), self._remove(box.container)))
 
     def finish_attached(self, box: Attached, options: ExecOptions, started: float) -> ExecResult:
         """Send ``options.stdin`` to an attached container and collect what its main process did, by the
