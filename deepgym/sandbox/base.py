@@ -219,7 +219,7 @@ class EpisodeRunner:
 
 
 class Attachment:
-    """A sandbox whose main process's stdio is a stream the caller holds (:meth:`Provider.attach`): ``sock``
+    """A sandbox whose main process's stdio is a stream the caller holds (:meth:`Provider.attached_run`): ``sock``
     carries it (Docker's multiplexed frames), and :meth:`close` closes the stream and removes the sandbox."""
 
     def __init__(self, id: str, sock: Any, close: Callable[[], None]):
@@ -238,7 +238,7 @@ class Provider(ABC):
     """Makes sandboxes. Thread-safe; one per process and mode is enough."""
 
     runs_desktops: ClassVar[bool] = False
-    """Whether this provider can run desktop episodes: it supports :meth:`attach`, and its sandboxes run the
+    """Whether this provider can run desktop episodes: it supports :meth:`attached_run`, and its sandboxes run the
     desktop image's supervisor."""
 
     name: ClassVar[str]
@@ -274,7 +274,7 @@ class Provider(ABC):
         otherwise."""
         return EpisodeRunner()
 
-    def attach(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attachment:
+    def attached_run(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attachment:
         """A sandbox whose main process is ``argv`` (as ``options``' user), started with its stdio attached: a
         capability of the providers whose :attr:`runs_desktops` is true. Raises StartFailure,
         ImageMissing or ProviderUnavailable (nothing is left behind then)."""

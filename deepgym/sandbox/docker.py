@@ -391,7 +391,7 @@ class DockerProvider(Provider):
             raise
         return box
 
-    def attach(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attachment:
+    def attached_run(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Attachment:
         box = self.start_attached(spec, argv, options)
         return Attachment(box.container, box.sock, lambda: (box.close_stream(), self._remove(box.container)))
 

@@ -11,8 +11,8 @@ the app's own state events.
 
 **The container** is the environment's image (``FROM desktop``, images/desktop), locked down like every
 sandbox (no network, read-only root, a ``noexec`` /tmp, CAP_SETUID, CAP_SETGID and CAP_KILL for root only).
-Its main process is the trusted supervisor (``deepgym_desktop``), attached (:meth:`Provider.attach
-<deepgym.sandbox.base.Provider.attach>`, on providers that :attr:`~deepgym.sandbox.base.Provider.runs_desktops`):
+Its main process is the trusted supervisor (``deepgym_desktop``), attached (:meth:`Provider.attached_run
+<deepgym.sandbox.base.Provider.attached_run>`, on providers that :attr:`~deepgym.sandbox.base.Provider.runs_desktops`):
 the host's requests and its replies cross that one stream as JSON lines (:class:`Channel`), so an action costs
 no ``docker exec``. The supervisor starts the display, the recorder, the action daemon and the browser, each as a
 user of its own, and says ``ready``; the agent has no shell and no process: its only channel is the action,
@@ -158,8 +158,8 @@ class Desktop:
 def launch(provider: Provider, spec: SandboxSpec, screen: tuple[int, int]) -> Desktop:
     """A desktop container, started and ready, on a provider that :attr:`~Provider.runs_desktops`. Raises
     StartFailure (it is removed then)."""
-    box = provider.attach(spec, [*SUPERVISOR, str(screen[0]), str(screen[1])],
-                          ExecOptions(timeout_s=READY_S, user="0:0"))
+    box = provider.attached_run(spec, [*SUPERVISOR, str(screen[0]), str(screen[1])],
+                                ExecOptions(timeout_s=READY_S, user="0:0"))
     channel = Channel(box.sock)
     try:
         ready = channel.receive(READY_S)

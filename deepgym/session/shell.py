@@ -86,7 +86,7 @@ class ShellActions:
         sandbox = context.provider.create(episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS))
         keep(sandbox)
         self.workspace = self.runner.path(sandbox, WORKSPACE)
-        report, _, timed_out = self._session_runner(episode, sandbox, "setup", timeout_s=HOST_GRACE_S + 30)
+        report, _, timed_out = self.session_runner(episode, sandbox, "setup", timeout_s=HOST_GRACE_S + 30)
         if report is None or not report.get("ok"):
             said = "the session runner gave no report" if timed_out else "the session runner gave no single report"
             return f"the workspace could not be prepared: {(report or {}).get('details', said)}"
@@ -126,7 +126,7 @@ class ShellActions:
         return Reply(Observation(cut_output(text, episode.limits.output_chars)))
 
     def verify(self, episode: Episode, sandbox: Sandbox) -> Verification:
-        report, in_play, timed_out = self._session_runner(episode, sandbox, "verify",
+        report, in_play, timed_out = self.session_runner(episode, sandbox, "verify",
                                                           timeout_s=self.verify_deadline_s(episode))
         return Verification(report, deadline_hit=timed_out, in_play=in_play,
                             said="" if timed_out else "the session runner gave no single report")
@@ -141,7 +141,7 @@ class ShellActions:
         return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
                 + services + HOST_GRACE_S)
 
-    def _session_runner(self, episode: Episode, sandbox: Sandbox, command: str, *,
+    def session_runner(self, episode: Episode, sandbox: Sandbox, command: str, *,
                         timeout_s: float) -> tuple[dict[str, Any] | None, bool, bool]:
         """Run the in-sandbox session runner: (its one report or None, whether it said ``in_play``, whether the
         host's deadline killed it). Raises SandboxError when the sandbox had no room to run it."""
