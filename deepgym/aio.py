@@ -53,7 +53,7 @@ T = TypeVar("T")
 
 class AsyncFaces:
     """The async methods of :class:`deepgym.DeepGym` and the executors they run in, which belong to the client
-    (made on first use, let go by :meth:`close_executors`)."""
+    (made on first use, let go by :meth:`_close_executors`)."""
 
     admission: Admission | None
     max_parallel: int
@@ -72,12 +72,12 @@ class AsyncFaces:
         if not isinstance(prepared, Sample):  # nothing will run: no slot, no thread
             return prepared
         if self.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
-            return await asyncio.wrap_future(self.executor().submit(self._decide, prepared, None))
+            return await asyncio.wrap_future(self._executor().submit(self._decide, prepared, None))
         try:
             slot = await self.admission.aacquire(cancelled=requested)
         except AdmissionCancelled:
             return self._decide(prepared, self.admission)  # shutting down: judged at once as cancelled
-        future = self.executor().submit(self._decide_held, prepared, slot)
+        future = self._executor().submit(self._decide_held, prepared, slot)
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -118,9 +118,9 @@ class AsyncFaces:
     def asession(self, env: str | Environment, variant: int = 0) -> AsyncSession:
         """:meth:`session` for a coroutine: an async context manager returning an :class:`AsyncSession`, whose
         ``start``, ``step``, ``score`` and ``close`` are awaited."""
-        return AsyncSession(self.session(env, variant), self.admission, lambda: self.executor("sessions"))
+        return AsyncSession(self.session(env, variant), self.admission, lambda: self._executor("sessions"))
 
-    def executor(self, kind: str = "samples") -> ThreadPoolExecutor:
+    def _executor(self, kind: str = "samples") -> ThreadPoolExecutor:
         """The client's bounded executor for admitted samples (``samples``: its admission bound of threads, or
         ``max_parallel`` on a remote account) or for episode calls (``sessions``), made on first use."""
         with self._executors_lock:
@@ -132,7 +132,7 @@ class AsyncFaces:
                                                                   thread_name_prefix=f"deepgym-async-{kind}")
             return pool
 
-    def close_executors(self) -> None:
+    def _close_executors(self) -> None:
         """Let the client's executors go (their threads end once their work is done)."""
         with self._executors_lock:
             pools, self._executors = list(self._executors.values()), {}

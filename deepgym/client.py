@@ -136,7 +136,7 @@ class DeepGym(AsyncFaces):
 
     def close(self) -> None:
         """Remove any sandbox this client still owns and close its connections."""
-        self.close_executors()
+        self._close_executors()
         desktops, self._desktops = self._desktops, None
         if desktops is not None:  # its containers are removed through the provider, so before it closes
             desktops.close()
