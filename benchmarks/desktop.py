@@ -23,9 +23,8 @@ import subprocess
 import time
 
 from deepgym import DeepGym
-from deepgym.desktop import pool
 from deepgym.environments import load_environment
-from deepgym.session import action_sequences
+from deepgym.authoring.replay import action_sequences
 
 
 def percentiles(values: list[float]) -> str:
@@ -49,7 +48,7 @@ def episode(gym: DeepGym, env_id: str, variant: int) -> tuple[float, list[dict],
 def container_memory_mib(gym: DeepGym, env_id: str) -> float:
     with gym.session(env_id, 0) as session:
         session.start()
-        container = session._sandbox.box.container
+        container = session._sandbox.box.id
         used = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", container],
                               capture_output=True, text=True, check=True).stdout.split("/")[0].strip()
     number = float(used.rstrip("KMGiB"))
@@ -72,7 +71,7 @@ def main() -> None:
     with DeepGym(mode="docker") as gym:
         episode(gym, args.environment, 0)  # fills the pool
         for n in range(args.episodes):
-            ready = pool(gym)
+            ready = gym._ready_desktops()
             give_up = time.monotonic() + 60
             while time.monotonic() < give_up and not any(ready.ready.values()):
                 time.sleep(0.05)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 
 from deepgym import DeepGym
-from deepgym.check import as_response
+from deepgym.authoring.check import as_response
 from deepgym.environments import load_environment
 from deepgym.images import build, image_name
 from deepgym.sandbox import ExecOptions, SandboxSpec

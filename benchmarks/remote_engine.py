@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from deepgym import DeepGym, load_environment
-from deepgym.check import as_response
+from deepgym.authoring.check import as_response
 from deepgym.images import build, image_name
 from deepgym.sandbox import ExecOptions, SandboxSpec
 from deepgym.sandbox.docker import DockerProvider

@@ -38,9 +38,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deepgym.environments import load_environment  # noqa: E402
-from deepgym.check import as_response  # noqa: E402
-from deepgym.client import submission  # noqa: E402
+from deepgym.authoring.check import as_response  # noqa: E402
 from deepgym.environments import sandbox_spec  # noqa: E402
+from deepgym.extract import submission  # noqa: E402
 from deepgym.judging import IMAGE_RUNNER, WARM_RUNNER, Images  # noqa: E402
 from deepgym.runner.protocol import Request, parse_events  # noqa: E402
 from deepgym.sandbox.base import ExecOptions  # noqa: E402

@@ -30,7 +30,7 @@ from throughput import machine  # noqa: E402
 
 from deepgym import DeepGym, load_environment  # noqa: E402
 from deepgym.images import build  # noqa: E402
-from deepgym.session import action_sequences  # noqa: E402
+from deepgym.authoring.replay import action_sequences  # noqa: E402
 
 OVERHEAD_ACTIONS = (("true", 0.0), ("sleep 0.2", 0.2))
 

@@ -72,7 +72,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from deepgym import DeepGym, load_environment
-from deepgym.check import as_response
+from deepgym.authoring.check import as_response
 from deepgym.images import build, image_name
 
 DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "warm", "local")
@@ -194,13 +194,13 @@ def run_engine_runner(env: str, n: int, parallel: int) -> dict[str, float]:
     import docker
     from docker.utils.socket import consume_socket_output, demux_adaptor, frames_iter
 
-    from deepgym.client import submission
     from deepgym.environments import sandbox_spec
+    from deepgym.extract import submission
     from deepgym.judging import runner_exit
     from deepgym.runner.protocol import Request
     from deepgym.sandbox.base import IMAGE_RUNNER, ExecResult
     from deepgym.sandbox.docker import API_VERSION, container_settings
-    from deepgym.verdict import Observation, classify
+    from deepgym.verdict import RunFacts, classify
 
     environment = load_environment(env)
     api = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION, max_pool_size=parallel + 4)
@@ -226,7 +226,7 @@ def run_engine_runner(env: str, n: int, parallel: int) -> dict[str, float]:
             status = api.wait(container)["StatusCode"]
         finally:
             api.remove_container(container, force=True)
-        observation = Observation(runtime="docker", exit_code=runner_exit(ExecResult(status, b"", "", False, 0.0)), stdout=stdout or b"",
+        observation = RunFacts(runtime="docker", exit_code=runner_exit(ExecResult(status, b"", "", False, 0.0)), stdout=stdout or b"",
                                   stderr_tail=(stderr or b"").decode(errors="replace")[-2000:])
         outcome = classify(request, observation, env)
         return outcome.has_verdict and (outcome.score == 1.0) == sample[1]

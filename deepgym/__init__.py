@@ -17,21 +17,21 @@ __all__ = ["BatchResult", "DeepGym", "DeepGymError", "Environment", "NoVerdictEr
            "list_environments", "load_environment"]
 
 _LAZY = {
-    "BatchResult": "deepgym.client",
+    "BatchResult": "deepgym.outcome",
     "DeepGym": "deepgym.client",
     "DeepGymError": "deepgym.errors",
     "Environment": "deepgym.environments",
-    "NoVerdictError": "deepgym.verdict",
-    "Verdict": "deepgym.verdict",
+    "NoVerdictError": "deepgym.outcome",
+    "Verdict": "deepgym.outcome",
     "list_environments": "deepgym.environments",
     "load_environment": "deepgym.environments",
 }
 
 if TYPE_CHECKING:
-    from .client import BatchResult, DeepGym
+    from .client import DeepGym
     from .environments import Environment, list_environments, load_environment
     from .errors import DeepGymError
-    from .verdict import NoVerdictError, Verdict
+    from .outcome import BatchResult, NoVerdictError, Verdict
 
 
 def __getattr__(name: str) -> Any:

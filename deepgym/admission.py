@@ -21,8 +21,8 @@ A coroutine waits with :meth:`Admission.aacquire`, which blocks neither its even
 (:mod:`deepgym.session`, desktops too) only while it works on the host: its start (the container and the first
 observation), each action, and the final verification; never while its container idles between turns (the
 model is thinking), because slots bound running work, not living containers, and an idle container uses no
-CPU. Its waits are charged to none of its budgets either. A call made inside a held slot (:meth:`slot`,
-:meth:`holding`) uses that slot, so nothing of one sample or one step waits for a second.
+CPU. Its waits are charged to none of its budgets either. A slot taken on an event loop travels with its
+sample as an argument (:class:`HeldSlot`), so nothing of one sample or one step waits for a second.
 
 **Keys.** ``host`` is for sandboxes that use this host's CPUs: docker on the local engine, local mode. Other
 places take slots under their own key and bound, e.g. a remote provider per account::
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import errno
 import fcntl
 import os
@@ -161,9 +160,18 @@ class _SlotFileWait:
         self.pauses.close()
 
 
-# The slots the current context holds, by key: a sample admitted by the async path (deepgym.aio) runs its
-# judging in a worker thread whose context carries its slot, so the judging path's own slot() is that slot.
-_held: contextvars.ContextVar[tuple[Slot, ...]] = contextvars.ContextVar("deepgym_admission_held", default=())
+class HeldSlot:
+    """An admission whose slot is taken already: :meth:`slot` yields it at once, and its taker releases it. How
+    a sample admitted on the event loop (:meth:`Admission.aacquire`, :mod:`deepgym.aio`) hands its slot to the
+    judging path in a worker thread, as an argument: never a second wait for the same sample."""
+
+    def __init__(self, held: Slot):
+        self.held = held
+        self.key = held.key
+
+    @contextlib.contextmanager
+    def slot(self, **_: object) -> Iterator[Slot]:
+        yield self.held
 
 
 class Admission:
@@ -193,29 +201,12 @@ class Admission:
     @contextlib.contextmanager
     def slot(self, *, timeout_s: float | None = None,
              cancelled: Callable[[], bool] | None = None) -> Iterator[Slot]:
-        """Hold a slot for the duration of the block; see :meth:`acquire`. Inside a block that holds a slot of
-        this key already (this one, or one :meth:`holding` hands over), that slot is the block's: a sample
-        never waits for a second slot of its own."""
-        held = next((slot for slot in _held.get() if slot.key == self.key), None)
-        if held is not None:
-            yield held
-            return
+        """Hold a slot for the duration of the block; see :meth:`acquire`."""
         held = self.acquire(timeout_s=timeout_s, cancelled=cancelled)
         try:
-            with self.holding(held):
-                yield held
-        finally:
-            held.release()
-
-    @contextlib.contextmanager
-    def holding(self, held: Slot) -> Iterator[Slot]:
-        """Within the block, :meth:`slot` of ``held``'s key is ``held`` (which the caller still releases): how a
-        slot taken by :meth:`aacquire` on the event loop travels with its sample into a worker thread."""
-        token = _held.set((*_held.get(), held))
-        try:
             yield held
         finally:
-            _held.reset(token)
+            held.release()
 
     def acquire(self, *, timeout_s: float | None = None, cancelled: Callable[[], bool] | None = None) -> Slot:
         """Wait for a free slot and take it. Raises AdmissionTimeout after ``timeout_s`` (None: wait as long as

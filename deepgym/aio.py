@@ -1,27 +1,28 @@
-"""The async API: :meth:`DeepGym.arun`, ``ajudge``, ``arun_batch`` and ``asession``, for callers that live on
-an event loop (verl's agent loops and reward workers, an async trainer or server).
+"""The async half of :class:`deepgym.DeepGym`: ``arun``, ``ajudge``, ``arun_batch`` and ``asession``, for callers
+that live on an event loop (verl's agent loops and reward workers, an async trainer or server).
 
 They take the same arguments as their sync twins (keyword options are forwarded unchanged) and give the same
-outcomes, because they run the same code: the sync :meth:`DeepGym.judge` decides every verdict, and this
-module only decides *where* it runs. How a sample spends its time:
+outcomes, because they run the same code: a sample is prepared once (:func:`deepgym.sample.prepare`) and decided
+by the same path as :meth:`DeepGym.judge`; this module only decides *where* each part runs. How a sample spends
+its time:
 
 1. **Nothing to run.** A response without a submission (no code block, no diff) is judged at once on the
    event loop: nothing runs, so it takes no slot and no thread.
 2. **Waiting for admission** (:mod:`deepgym.admission`): a coroutine, never a thread. The waiters of one event
    loop queue behind a lock; only the first polls the host-wide slot files, with asyncio sleeps, and a slot
    freed in this process wakes it at once. Cancelling a waiting task takes nothing away from anyone.
-3. **Admitted**: the sample runs :meth:`DeepGym.judge` (the blocking docker-py calls) in a worker thread of
-   the client's bounded executor, which has as many threads as the client's admission bound, so at most
-   that many threads judge at once however many samples wait. The slot travels with the sample into the
-   thread (:meth:`~deepgym.admission.Admission.holding`), and the judging path uses it instead of waiting
-   for another. Cancelling an admitted sample's task stops the wait for its outcome; its sandbox finishes
-   within its deadline in the background, and its slot is freed then.
+3. **Admitted**: the sample is decided (the blocking docker-py calls) in a worker thread of the client's
+   bounded executor, which has as many threads as the client's admission bound, so at most that many threads
+   judge at once however many samples wait. The slot goes with the sample into the thread as an argument
+   (:class:`~deepgym.admission.HeldSlot`), and the judging path uses it instead of waiting for another.
+   Cancelling an admitted sample's task stops the wait for its outcome; its sandbox finishes within its
+   deadline in the background, and its slot is freed then.
 
-A session's calls that do work on the host (start, each step, score) wait for their admission slot the same
+An episode's calls that do work on the host (start, each step, score) wait for their admission slot the same
 way, as a coroutine, and then run in a second bounded executor of the client (:data:`SESSION_WORKERS` threads
-at least, or ``max_parallel``, or the admission bound), with the slot and how long it took handed to the
-session (:func:`deepgym.session.handed`), which decides what the wait means for the episode as the sync path
-does. A step holds a thread only while its command runs.
+at least, or ``max_parallel``, or the admission bound), with how the wait ended passed to the call as its
+``wait`` argument; the episode decides what it means, as the sync path does. A step holds a thread only while
+its command runs.
 
 A remote provider's account (no admission key) bounds its own sandboxes: its samples go straight to the
 executor (``max_parallel`` threads), where the adapter waits for the account's slot.
@@ -34,116 +35,122 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from . import shutdown
-from .admission import AdmissionCancelled, AdmissionTimeout, Slot
-from .environments import Environment, load_environment
+from .admission import Admission, AdmissionCancelled, AdmissionTimeout, HeldSlot, Slot
+from .environments import Environment
+from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .rows import RowTask
-from .session import handed
-
-if TYPE_CHECKING:
-    from .client import BatchResult, DeepGym, Outcome
-    from .session import BaseSession, Observation, StepResult, Wait
-    from .verdict import NoVerdictError, Verdict
+from .sample import Sample, batch_tasks
+from .session.episode import Episode, Observation, StepResult, Wait
+from .shutdown import requested
 
 SESSION_WORKERS = 32
 T = TypeVar("T")
 
-_lock = threading.Lock()
-_executors: weakref.WeakKeyDictionary[DeepGym, dict[str, ThreadPoolExecutor]] = weakref.WeakKeyDictionary()
 
+class AsyncFaces:
+    """The async methods of :class:`deepgym.DeepGym` and the executors they run in, which belong to the client
+    (made on first use, let go by :meth:`_close_executors`)."""
 
-def executor(gym: DeepGym, kind: str = "samples") -> ThreadPoolExecutor:
-    """The client's bounded executor for admitted samples (``samples``: its admission bound of threads, or
-    ``max_parallel`` on a remote account) or for session calls (``sessions``), made on first use."""
-    with _lock:
-        pools = _executors.setdefault(gym, {})
-        pool = pools.get(kind)
-        if pool is None:
-            bound = gym.admission.bound if gym.admission is not None else gym.max_parallel
-            workers = bound if kind == "samples" else max(SESSION_WORKERS, gym.max_parallel, bound)
-            pool = pools[kind] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"deepgym-async-{kind}")
-        return pool
+    admission: Admission | None
+    max_parallel: int
+    _prepare: Callable[..., Sample | Verdict]
+    _decide: Callable[[Sample | Verdict, Any], Outcome]
+    session: Callable[..., Episode]
 
+    def __init__(self) -> None:
+        self._executors: dict[str, ThreadPoolExecutor] = {}
+        self._executors_lock = threading.Lock()
 
-def close(gym: DeepGym) -> None:
-    """Let the client's executors go (their threads end once their work is done)."""
-    with _lock:
-        pools = _executors.pop(gym, {})
-    for pool in pools.values():
-        pool.shutdown(wait=False)
+    async def ajudge(self, env: str | Environment | RowTask, response: str, **options: Any) -> Outcome:
+        """:meth:`judge` for a coroutine, with the same arguments: it blocks no event loop, and a sample waiting
+        for its admission slot holds no thread (see the module's docstring)."""
+        prepared = self._prepare(env, response, **options)
+        if not isinstance(prepared, Sample):  # nothing will run: no slot, no thread
+            return prepared
+        if self.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
+            return await asyncio.wrap_future(self._executor().submit(self._decide, prepared, None))
+        try:
+            slot = await self.admission.aacquire(cancelled=requested)
+        except AdmissionCancelled:
+            return self._decide(prepared, self.admission)  # shutting down: judged at once as cancelled
+        future = self._executor().submit(self._decide_held, prepared, slot)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if future.cancel():  # it never started, so its slot is still ours to free
+                slot.release()
+            raise
 
+    async def arun(self, env: str | Environment | RowTask, response: str, **options: Any) -> Verdict:
+        """:meth:`run` for a coroutine, with the same arguments (see :meth:`ajudge`). Raises NoVerdictError."""
+        outcome = await self.ajudge(env, response, **options)
+        if isinstance(outcome, NoVerdictError):
+            raise outcome
+        return outcome
 
-async def judge(gym: DeepGym, env: str | Environment | RowTask, response: str, options: dict[str, Any]) -> Outcome:
-    """:meth:`DeepGym.judge` without blocking the event loop (see the module's docstring)."""
-    from .client import submission
+    async def arun_batch(self, env: str | Environment | RowTask | Sequence[RowTask], responses: Iterable[str], *,
+                         max_parallel: int | None = None, **options: Any) -> BatchResult:
+        """:meth:`run_batch` for a coroutine, with the same arguments: every sample is a coroutine until it is
+        admitted. ``max_parallel`` caps how many of this batch's samples run at once (default: as many as
+        admission lets run)."""
+        responses = list(responses)
+        tasks = batch_tasks(env, responses)
+        limit = asyncio.Semaphore(max_parallel) if max_parallel else None
 
-    environment = env.environment if isinstance(env, RowTask) else load_environment(env)
-    if submission(environment, response, options.get("reasoning", "auto")) is None:
-        return gym.judge(env, response, **options)  # nothing will run: no slot, no thread
-    if gym.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
-        return await asyncio.wrap_future(executor(gym).submit(gym.judge, env, response, **options))
-    try:
-        slot = await gym.admission.aacquire(cancelled=shutdown.requested)
-    except AdmissionCancelled:
-        return gym.judge(env, response, **options)  # shutting down: judged at once as cancelled
-    future = executor(gym).submit(_admitted, gym, slot, env, response, options)
-    try:
-        return await asyncio.wrap_future(future)
-    except asyncio.CancelledError:
-        if future.cancel():  # it never started, so its slot is still ours to free
+        async def one(task: Environment | RowTask, response: str) -> Outcome:
+            if limit is None:
+                return await self.ajudge(task, response, **options)
+            async with limit:
+                return await self.ajudge(task, response, **options)
+
+        running = [asyncio.ensure_future(one(task, response)) for task, response in zip(tasks, responses)]
+        try:
+            return BatchResult(await asyncio.gather(*running))
+        except BaseException:
+            for job in running:
+                job.cancel()
+            raise
+
+    def asession(self, env: str | Environment, variant: int = 0) -> AsyncSession:
+        """:meth:`session` for a coroutine: an async context manager returning an :class:`AsyncSession`, whose
+        ``start``, ``step``, ``score`` and ``close`` are awaited."""
+        return AsyncSession(self.session(env, variant), self.admission, lambda: self._executor("sessions"))
+
+    def _executor(self, kind: str = "samples") -> ThreadPoolExecutor:
+        """The client's bounded executor for admitted samples (``samples``: its admission bound of threads, or
+        ``max_parallel`` on a remote account) or for episode calls (``sessions``), made on first use."""
+        with self._executors_lock:
+            pool = self._executors.get(kind)
+            if pool is None:
+                bound = self.admission.bound if self.admission is not None else self.max_parallel
+                workers = bound if kind == "samples" else max(SESSION_WORKERS, self.max_parallel, bound)
+                pool = self._executors[kind] = ThreadPoolExecutor(max_workers=workers,
+                                                                  thread_name_prefix=f"deepgym-async-{kind}")
+            return pool
+
+    def _close_executors(self) -> None:
+        """Let the client's executors go (their threads end once their work is done)."""
+        with self._executors_lock:
+            pools, self._executors = list(self._executors.values()), {}
+        for pool in pools:
+            pool.shutdown(wait=False)
+
+    def _decide_held(self, prepared: Sample, slot: Slot) -> Outcome:
+        """Decide an admitted sample with the slot it was admitted with, then free the slot."""
+        try:
+            return self._decide(prepared, HeldSlot(slot))
+        finally:
             slot.release()
-        raise
-
-
-def _admitted(gym: DeepGym, slot: Slot, env: str | Environment | RowTask, response: str,
-              options: dict[str, Any]) -> Outcome:
-    try:
-        with gym.admission.holding(slot):
-            return gym.judge(env, response, **options)
-    finally:
-        slot.release()
-
-
-async def run_batch(gym: DeepGym, env: str | Environment | RowTask | Sequence[RowTask], responses: Iterable[str],
-                    max_parallel: int | None, options: dict[str, Any]) -> BatchResult:
-    """:meth:`DeepGym.run_batch` on the event loop: every sample a coroutine, at most ``max_parallel`` of them
-    past the start at once (None: as many as admission lets run)."""
-    from .client import BatchResult, batch_tasks
-
-    responses = list(responses)
-    tasks = batch_tasks(env, responses)
-    limit = asyncio.Semaphore(max_parallel) if max_parallel else None
-
-    async def one(task: str | Environment | RowTask, response: str) -> Outcome:
-        if limit is None:
-            return await judge(gym, task, response, options)
-        async with limit:
-            return await judge(gym, task, response, options)
-
-    running = [asyncio.ensure_future(one(task, response)) for task, response in zip(tasks, responses)]
-    try:
-        return BatchResult(await asyncio.gather(*running))
-    except BaseException:
-        for job in running:
-            job.cancel()
-        raise
-
-
-async def in_session_thread(gym: DeepGym, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``call(*args, **kwargs)`` in the client's session executor, awaited."""
-    future: Future[T] = executor(gym, "sessions").submit(call, *args, **kwargs)
-    return await asyncio.wrap_future(future)
 
 
 class AsyncSession:
-    """A :class:`deepgym.session.Session` for a coroutine: the same methods, awaited, each run in the client's
-    session executor once its admission slot is taken on the event loop; the same rules and outcomes (it is
-    the same Session underneath, :attr:`session`).
+    """An episode (:class:`deepgym.session.Session`, or a desktop one) for a coroutine: the same methods, awaited,
+    each run in the client's session executor once its admission slot is taken on the event loop; the same rules
+    and outcomes (it is the same episode underneath, :attr:`session`).
 
     ::
 
@@ -153,9 +160,10 @@ class AsyncSession:
             verdict = await session.score()           # raises NoVerdictError
     """
 
-    def __init__(self, gym: DeepGym, session: BaseSession):
-        self.gym = gym
+    def __init__(self, session: Episode, admission: Admission | None, executor: Callable[[], ThreadPoolExecutor]):
         self.session = session
+        self._admission = admission
+        self._executor = executor
 
     @property
     def done(self) -> bool:
@@ -166,35 +174,39 @@ class AsyncSession:
         return self.session.steps
 
     @property
-    def outcome(self) -> Verdict | NoVerdictError | None:
-        """The episode's fixed outcome once it has one, else None (:attr:`Session.outcome`)."""
+    def outcome(self) -> Outcome | None:
+        """The episode's fixed outcome once it has one, else None (:attr:`Episode.outcome`)."""
         return self.session.outcome
 
     async def start(self) -> Observation:
-        return await self._admitted(self.session.start)
+        return await self._with_slot(self.session.start)
 
     async def step(self, action: Any, *args: Any, **kwargs: Any) -> StepResult:
         if self.session.done:  # over: it answers at once (it raises), without a slot
-            return await in_session_thread(self.gym, self.session.step, action, *args, **kwargs)
-        return await self._admitted(self.session.step, action, *args, **kwargs)
+            return await self._in_thread(self.session.step, action, *args, **kwargs)
+        return await self._with_slot(self.session.step, action, *args, **kwargs)
 
     async def score(self) -> Verdict:
-        return await self._admitted(self.session.score)
+        return await self._with_slot(self.session.score)
 
     async def close(self) -> None:
-        await in_session_thread(self.gym, self.session.close)
+        await self._in_thread(self.session.close)
 
-    async def _admitted(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def _in_thread(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call(*args, **kwargs)`` in the client's session executor, awaited."""
+        future: Future[T] = self._executor().submit(call, *args, **kwargs)
+        return await asyncio.wrap_future(future)
+
+    async def _with_slot(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``call`` in the session executor, after waiting for its slot here as a coroutine (no thread waits).
-        How the wait ended goes to the call, which decides what it means for the episode."""
-        admission = self.gym.admission
-        if admission is None or self.session.outcome is not None:  # no slot to take, or nothing left to do
-            return await in_session_thread(self.gym, call, *args, **kwargs)
+        How the wait ended is the call's ``wait`` argument; the episode decides what it means."""
+        if self._admission is None or self.session.outcome is not None:  # no slot to take, or nothing left to do
+            return await self._in_thread(call, *args, **kwargs)
         try:
-            wait: Wait = await admission.aacquire(timeout_s=self.session.wait_left_s(), cancelled=shutdown.requested)
+            wait: Wait = await self._admission.aacquire(timeout_s=self.session.wait_left_s(), cancelled=requested)
         except (AdmissionCancelled, AdmissionTimeout) as exc:
             wait = exc
-        future = executor(self.gym, "sessions").submit(_handed_call, self.gym, wait, call, args, kwargs)
+        future = self._executor().submit(_call_with_wait, wait, call, args, kwargs)
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -209,10 +221,10 @@ class AsyncSession:
         await self.close()
 
 
-def _handed_call(gym: DeepGym, wait: Wait, call: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:
+def _call_with_wait(wait: Wait, call: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:
+    """The episode's call with how its caller's wait ended; the slot, if one was taken, is freed after it."""
     try:
-        with handed(gym.admission, wait):
-            return call(*args, **kwargs)
+        return call(*args, wait=wait, **kwargs)
     finally:
         if isinstance(wait, Slot):
             wait.release()

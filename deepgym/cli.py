@@ -194,7 +194,7 @@ def cmd_images_register(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .check import check, table
+    from .authoring.check import check, table
     from .client import DeepGym
     from .environments import list_environments, load_environment
     from .images import build
@@ -223,7 +223,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build what is missing, then score each environment's reference and one known-wrong solution, sent as
     model responses (prose around a fenced block)."""
-    from .check import as_response
+    from .authoring.check import as_response
     from .client import DeepGym
     from .environments import load_environment
     from .images import build

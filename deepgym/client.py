@@ -10,70 +10,35 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
+import threading
 import time
 import traceback
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from . import shutdown
 from .accounting import NoVerdictMonitor
-from .admission import Admission
+from .admission import Admission, HeldSlot
+from .aio import AsyncFaces
 from .environments import Environment, load_environment
-from .extract import check_reasoning, extract_code, extract_patch
-from .judging import Images, isolation_for, observe
+from .extract import check_reasoning
+from .judging import Images, observe
+from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .pushed import pinned_refs
 from .rows import RowTask
-from .runner.protocol import Request
+from .sample import Sample, batch_tasks, prepare
 from .sandbox import MODES, make_provider
-from .verdict import NoVerdictError, Observation, Verdict, classify
+from .session import DesktopSession, Session
+from .session.episode import Context
+from .session.ready import ReadyDesktops, prewarm_size
+from .shutdown import install
+from .verdict import RunFacts, classify
 
+__all__ = ["BatchResult", "DeepGym", "Outcome"]
 log = logging.getLogger("deepgym")
-Outcome = Verdict | NoVerdictError
 
 
-def submission(env: Environment, response: str, reasoning: str = "auto") -> str | None:
-    """What judging ``response`` in ``env`` runs, by the extraction rules (:mod:`deepgym.extract`): the diff of
-    a patch task, else the code; None when there is nothing to run."""
-    if env.kind == "patch":
-        return extract_patch(response, reasoning=reasoning)
-    return extract_code(response, entry_point=env.entry_point, reasoning=reasoning)
-
-
-def batch_tasks(env: str | Environment | RowTask | Sequence[RowTask],
-                responses: Sequence[str]) -> list[Environment | RowTask]:
-    """What each response of a batch is judged in: ``env`` for all, or one dataset row's tests per response."""
-    if isinstance(env, (list, tuple)):
-        if len(env) != len(responses):
-            raise ValueError(f"run_batch got {len(env)} rows for {len(responses)} responses; give one per response")
-        return list(env)
-    return [env if isinstance(env, RowTask) else load_environment(env)] * len(responses)
-
-
-class BatchResult(list):
-    """One entry per response, in order: a Verdict, or a NoVerdictError (``has_verdict`` False)."""
-
-    @property
-    def scored(self) -> int:
-        return sum(1 for entry in self if entry.has_verdict)
-
-    @property
-    def no_verdict(self) -> int:
-        return len(self) - self.scored
-
-    def counts(self) -> dict[str, int]:
-        """How many entries ended each way: ``passed``, or their error type."""
-        return dict(Counter("passed" if e.has_verdict and e.passed else e.error_type for e in self))
-
-    def summary(self) -> dict[str, Any]:
-        scores = [e.score for e in self if e.has_verdict]
-        return {"samples": len(self), "scored": len(scores), "no_verdict": len(self) - len(scores),
-                "mean_score": sum(scores) / len(scores) if scores else None, "by_outcome": self.counts()}
-
-
-class DeepGym:
+class DeepGym(AsyncFaces):
     """Scores model responses in an environment's verifier image.
 
     Args:
@@ -112,12 +77,15 @@ class DeepGym:
                 raise ValueError(f"docker_host is an option of mode 'docker', not {mode!r}")
             options["docker_host"] = docker_host
         pinned = pinned_refs(image_manifest)
+        super().__init__()
         self.provider = make_provider(mode, **options)
         key = self.provider.admission_key
         self.admission = Admission(key, max_sandboxes) if key is not None else None
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
-        shutdown.install()  # SIGTERM/SIGINT: remove this process's containers first (DEEPGYM_SIGNAL_HANDLERS=0: not)
+        self._desktops: ReadyDesktops | None = None
+        self._desktops_lock = threading.Lock()
+        install()  # SIGTERM/SIGINT: remove this process's containers first (DEEPGYM_SIGNAL_HANDLERS=0: not)
 
     @property
     def backend(self) -> str:
@@ -131,34 +99,8 @@ class DeepGym:
         client serves prompts of either kind. ``env`` may be a dataset row's tests
         (:func:`deepgym.rows.row_task`), judged in the runtime image. ``isolation`` is ``container`` (a fresh
         container per sample) or ``process`` (a warm container, docs/warm.md); default: the manifest's."""
-        task = env if isinstance(env, RowTask) else None
-        env = task.environment if task is not None else load_environment(env)
-        isolation = isolation_for(env, isolation, self.provider)
-        if not 0 <= variant < env.variants:
-            raise ValueError(f"variant {variant} is out of range: {env.id} has {env.variants} variant(s), "
-                             f"0 to {env.variants - 1}")
-        code = submission(env, response, reasoning)
-        if code is None:
-            error_type = "invalid_patch" if env.kind == "patch" else "no_code_block"
-            self.monitor.record(False)
-            return Verdict(score=0.0, passed=False, error_type=error_type,
-                           details=f"the response has no {'diff' if env.kind == 'patch' else 'fenced code block'}, "
-                                   "so nothing was run", environment=env.id, runtime=self.backend, variant=variant)
-        request = Request(nonce=secrets.token_hex(16), kind=env.kind, submission=code, entry_point=env.entry_point,
-                          variant=variant, scoring=env.scoring, limits=env.limits,
-                          tests=task.tests if task is not None else None)
-        started = time.monotonic()
-        try:
-            observation = observe(self.provider, env, request, self.images, admission=self.admission,
-                                  isolation=isolation)
-        except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
-            log.error("provider %s failed on %s:\n%s", self.backend, env.id, traceback.format_exc())
-            observation = Observation(runtime=self.backend, infra_error="verifier_error",
-                                      infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
-                                      elapsed_s=time.monotonic() - started)
-        outcome = classify(request, observation, env.id)
-        self.monitor.record(not outcome.has_verdict, outcome.error_type)
-        return outcome
+        return self._decide(self._prepare(env, response, variant=variant, reasoning=reasoning, isolation=isolation),
+                            self.admission)
 
     def run(self, env: str | Environment | RowTask, response: str, *, variant: int = 0,
             reasoning: str = "auto", isolation: str | None = None) -> Verdict:
@@ -181,54 +123,23 @@ class DeepGym:
             return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning,
                                                                isolation=isolation), zip(tasks, responses)))
 
-    async def ajudge(self, env: str | Environment | RowTask, response: str, **options: Any) -> Outcome:
-        """:meth:`judge` for a coroutine, with the same arguments: it blocks no event loop, and a sample waiting
-        for its admission slot holds no thread (:mod:`deepgym.aio`)."""
-        from .aio import judge
-
-        return await judge(self, env, response, options)
-
-    async def arun(self, env: str | Environment | RowTask, response: str, **options: Any) -> Verdict:
-        """:meth:`run` for a coroutine, with the same arguments (see :meth:`ajudge`). Raises NoVerdictError."""
-        outcome = await self.ajudge(env, response, **options)
-        if isinstance(outcome, NoVerdictError):
-            raise outcome
-        return outcome
-
-    async def arun_batch(self, env: str | Environment | RowTask | Sequence[RowTask], responses: Iterable[str], *,
-                         max_parallel: int | None = None, **options: Any) -> BatchResult:
-        """:meth:`run_batch` for a coroutine, with the same arguments: every sample is a coroutine until it is
-        admitted. ``max_parallel`` caps how many of this batch's samples run at once (default: as many as
-        admission lets run)."""
-        from .aio import run_batch
-
-        return await run_batch(self, env, responses, max_parallel, options)
-
-    def asession(self, env: str | Environment, variant: int = 0):
-        """:meth:`session` for a coroutine: an async context manager returning a
-        :class:`deepgym.aio.AsyncSession`, whose ``start``, ``step``, ``score`` and ``close`` are awaited."""
-        from .aio import AsyncSession
-
-        return AsyncSession(self, self.session(env, variant))
-
-    def session(self, env: str | Environment, variant: int = 0):
+    def session(self, env: str | Environment, variant: int = 0) -> Session | DesktopSession:
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager
         returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``); for a
-        ``desktop`` environment, a :class:`deepgym.desktop.DesktopSession` with the same interface."""
-        from .session import Session
-
+        ``desktop`` environment, a :class:`deepgym.session.DesktopSession` with the same interface."""
+        context = Context(provider=self.provider, images=self.images, admission=self.admission, monitor=self.monitor,
+                          runtime=self.backend)
         if load_environment(env).kind == "desktop":
-            from .desktop import DesktopSession
-
-            return DesktopSession(self, env, variant)
-        return Session(self, env, variant)
+            ready = self._ready_desktops()
+            return DesktopSession(context, env, variant, ready.take if ready is not None else None)
+        return Session(context, env, variant)
 
     def close(self) -> None:
         """Remove any sandbox this client still owns and close its connections."""
-        from . import aio, desktop
-
-        aio.close(self)
-        desktop.close_pool(self)  # its containers are removed through the provider, so before it closes
+        self._close_executors()
+        desktops, self._desktops = self._desktops, None
+        if desktops is not None:  # its containers are removed through the provider, so before it closes
+            desktops.close()
         self.provider.close()
 
     def __enter__(self) -> DeepGym:
@@ -236,3 +147,39 @@ class DeepGym:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _prepare(self, env: str | Environment | RowTask, response: str, *, variant: int = 0, reasoning: str = "auto",
+                 isolation: str | None = None) -> Sample | Verdict:
+        """The sample, extracted once; a response with nothing to run is decided (and counted) at once."""
+        prepared = prepare(env, response, provider=self.provider, variant=variant, reasoning=reasoning,
+                           isolation=isolation)
+        if not isinstance(prepared, Sample):
+            self.monitor.record(False)
+        return prepared
+
+    def _decide(self, prepared: Sample | Verdict, admission: Admission | HeldSlot | None) -> Outcome:
+        """The outcome of a prepared sample: judged in a sandbox once ``admission`` gives it a slot, classified
+        by :func:`deepgym.verdict.classify`, and counted."""
+        if not isinstance(prepared, Sample):
+            return prepared
+        started = time.monotonic()
+        try:
+            facts = observe(self.provider, prepared.env, prepared.request, self.images, admission=admission,
+                          isolation=prepared.isolation)
+        except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
+            log.error("provider %s failed on %s:\n%s", self.backend, prepared.env.id, traceback.format_exc())
+            facts = RunFacts(runtime=self.backend, infra_error="verifier_error",
+                             infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
+                             elapsed_s=time.monotonic() - started)
+        outcome = classify(prepared.request, facts, prepared.env.id)
+        self.monitor.record(not outcome.has_verdict, outcome.error_type)
+        return outcome
+
+    def _ready_desktops(self) -> ReadyDesktops | None:
+        """The client's ready desktops on its provider (None when prewarming is off), made on first use."""
+        with self._desktops_lock:
+            if self._desktops is None:
+                size = prewarm_size()
+                if size:
+                    self._desktops = ReadyDesktops(self.provider, size)
+            return self._desktops

@@ -386,10 +386,14 @@ RUNNER_PIDS = 8
 START_GRACE_S = 20.0
 
 
-def sandbox_spec(env: Environment, image_id: str) -> SandboxSpec:
-    """The sandbox for one sample of ``env``: the manifest's limits plus the runner's margins."""
+def sandbox_spec(env: Environment, image_id: str, *, lifetime_s: float | None = None, memory_mb: int = RUNNER_MEMORY_MB,
+                 pids: int = RUNNER_PIDS) -> SandboxSpec:
+    """The one spec builder: a sandbox of ``env`` with the manifest's limits plus ``memory_mb`` and ``pids`` for
+    what deepgym runs in it beside the submission (a sample's runner by default; an episode passes its own),
+    living ``lifetime_s`` (by default a sample's host deadline and twice the start grace)."""
     limits = env.limits
-    return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + RUNNER_MEMORY_MB,
-                       pids=limits.pids + RUNNER_PIDS, cpus=limits.cpus, nofile=limits.nofile,
-                       tmpfs_mb=limits.tmpfs_mb, lifetime_s=limits.host_deadline_s + 2 * START_GRACE_S,
+    if lifetime_s is None:
+        lifetime_s = limits.host_deadline_s + 2 * START_GRACE_S
+    return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + memory_mb, pids=limits.pids + pids,
+                       cpus=limits.cpus, nofile=limits.nofile, tmpfs_mb=limits.tmpfs_mb, lifetime_s=lifetime_s,
                        labels={ENVIRONMENT_LABEL: env.id})

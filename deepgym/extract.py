@@ -41,8 +41,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .runner.channels import HUNK_HEADER
+
+if TYPE_CHECKING:
+    from .environments import Environment
 
 _BASE_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<|eom_id|>", "</s>", "<eos>",
                     "<end_of_turn>", "<|end▁of▁sentence|>", "<|end_of_sentence|>", "<|EOT|>")
@@ -191,3 +195,11 @@ def extract_patch(response: str, *, reasoning: str = "auto") -> str | None:
         return ([block for block in blocks if _DIFF.search(block)] or blocks)[-1]
     match = re.search(r"^(diff --git |--- )", text, re.M)
     return text[match.start():] if match else None
+
+
+def submission(env: Environment, response: str, reasoning: str = "auto") -> str | None:
+    """What judging ``response`` in ``env`` runs, by the rules above: the diff of a patch task, else the code;
+    None when there is nothing to run. The sync and the async path both ask it, once per sample."""
+    if env.kind == "patch":
+        return extract_patch(response, reasoning=reasoning)
+    return extract_code(response, entry_point=env.entry_point, reasoning=reasoning)

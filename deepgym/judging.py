@@ -1,5 +1,5 @@
 """One judging path over any sandbox: the request goes to the runner on its stdin, the runner runs in a fresh
-sandbox of the environment's image, and what came back becomes an :class:`~deepgym.verdict.Observation`.
+sandbox of the environment's image, and what came back becomes an :class:`~deepgym.verdict.RunFacts`.
 
 :func:`observe` never decides a verdict (:func:`~deepgym.verdict.classify` does, from the runner's own facts),
 and never raises for a failure of the sandbox or its provider: that is the observation's ``infra_error``.
@@ -26,13 +26,12 @@ from .shutdown import reason as shutdown_reason
 from .shutdown import requested as shutdown_requested
 from .admission import Admission, AdmissionCancelled
 from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
-# registration.py still takes RUNNER_MEMORY_MB from here until its own change of issue 24 lands.
-from .environments import RUNNER_MEMORY_MB  # noqa: F401
+
 from .images import HASH_LABEL, content_hash, hash_status, image_name
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError
 from .sandbox.base import IMAGE_RUNNER
-from .verdict import Observation
+from .verdict import RunFacts
 
 log = logging.getLogger("deepgym")
 STALE_OPT_IN_VARIABLE = "DEEPGYM_ALLOW_STALE_IMAGE"
@@ -127,7 +126,7 @@ def runner_exit(result: ExecResult) -> int | None:
 
 
 def observe(provider: Provider, env: Environment, request: Request, images: Images, *,
-          admission: Admission | None = None, isolation: str = "container") -> Observation:
+          admission: Admission | None = None, isolation: str = "container") -> RunFacts:
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
     With ``admission``, the sandbox first waits for a slot (:mod:`deepgym.admission`); every clock of the
@@ -150,13 +149,13 @@ def observe(provider: Provider, env: Environment, request: Request, images: Imag
     return _cancelled(provider) if shutdown_requested() else observation
 
 
-def _cancelled(provider: Provider) -> Observation:
-    return Observation(runtime=provider.name, infra_error="cancelled",
-                       infra_reason=f"deepgym is shutting down ({shutdown_reason()}), so this sample was stopped "
+def _cancelled(provider: Provider) -> RunFacts:
+    return RunFacts(runtime=provider.name, infra_error="cancelled",
+                    infra_reason=f"deepgym is shutting down ({shutdown_reason()}), so this sample was stopped "
                                     f"before its verdict; judge it again in a process that is not shutting down")
 
 
-def _observe(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> Observation:
+def _observe(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> RunFacts:
     started = time.monotonic()
     image_id: str | None = None
     image_status: str | None = None
@@ -176,8 +175,8 @@ def _observe(provider: Provider, env: Environment, request: Request, images: Ima
     except SandboxError as exc:
         if isinstance(exc, ImageMissing):
             images.forget(env)
-        return Observation(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
+        return RunFacts(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
-    return Observation(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
+    return RunFacts(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
                        stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
                        image_id=image_id, image_status=image_status)

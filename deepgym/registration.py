@@ -65,7 +65,7 @@ class Resources:
 
 def resources_for(env_id: str) -> Resources:
     """Whole CPUs and GiB covering the environment's limits plus the runner's margin."""
-    from .judging import RUNNER_MEMORY_MB
+    from .environments import RUNNER_MEMORY_MB
 
     if env_id == BASE:
         return Resources(cpus=1, memory_gib=1)

@@ -4,7 +4,7 @@ Three outcomes exist. A *scored* sample has a :class:`Verdict` with a score in [
 an ``error_type`` saying what the submission did wrong (``solution_timeout`` among them). *No verdict* is a
 :class:`NoVerdictError`: the infrastructure failed and the sample must not be trained on, never as a 0.
 
-Every runtime reports what it saw as an :class:`Observation`; :func:`classify` alone turns that into an
+Every runtime reports what it saw as :class:`RunFacts`; :func:`classify` alone turns that into an
 outcome, from the runner's own facts (its events on the nonce channel: ``in_play``, heartbeats with its CPU,
 the submission's CPU and the OOM kills it counted, the report and a final ``done``) and from three things
 any provider can tell: whether it failed, whether the host's deadline fired, and the runner's exit status if
@@ -64,100 +64,19 @@ The error-type vocabulary lives in :data:`deepgym.runner.protocol.ERROR_TYPES`, 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DeepGymError
+from .outcome import BatchResult, CaseResult, NoVerdictError, Outcome, Verdict
 from .runner.protocol import (DONE, ERROR_TYPES, HEARTBEAT, HEARTBEAT_FIELDS, IN_PLAY, OPTIONAL_FACTS, REPORT,
                               Limits, Request, finite_score, is_scored, parse_events)
 
-__all__ = ["ERROR_TYPES", "CaseResult", "NoVerdictError", "Observation", "Verdict", "classify", "is_scored"]
+__all__ = ["ERROR_TYPES", "BatchResult", "CaseResult", "EpisodeFacts", "NoVerdictError", "Outcome", "RunFacts",
+           "Verdict", "classify", "classify_episode", "is_scored", "zero"]
 
 
 @dataclass(frozen=True)
-class CaseResult:
-    """One hidden case: its id, whether it passed, short summaries of input, expected and actual values."""
-
-    id: str
-    passed: bool
-    input: str | None = None
-    expected: str | None = None
-    actual: str | None = None
-    error_type: str | None = None
-    error: str | None = None
-    cpu_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A judged sample. ``score`` is in [0, 1]; ``passed`` means every hidden case passed."""
-
-    score: float
-    passed: bool
-    error_type: str | None
-    details: str
-    environment: str
-    runtime: str
-    variant: int = 0
-    cases: tuple[CaseResult, ...] = ()
-    cases_total: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
-    image_id: str | None = None
-    image_status: str | None = None
-    """``current``, ``unverified`` (built without deepgym's hash label, e.g. by hand) or ``stale`` (built from
-    other environment files, judged only because stale images were allowed); None when no image judged."""
-
-    has_verdict = True
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["cases"] = [asdict(case) for case in self.cases]
-        data["has_verdict"] = True
-        return data
-
-
-class NoVerdictError(DeepGymError):
-    """The infrastructure failed, so this sample has no verdict and must not be trained on (never as a 0).
-
-    It is raised by :meth:`deepgym.DeepGym.run` and returned in place of a verdict by ``run_batch``, so both
-    kinds of batch entry answer ``has_verdict``, ``score``, ``error_type`` and ``to_dict()``.
-    """
-
-    has_verdict = False
-    score = None
-    passed = None
-
-    def __init__(self, error_type: str, reason: str, *, environment: str | None = None,
-                 runtime: str | None = None, variant: int = 0):
-        if error_type not in ERROR_TYPES or is_scored(error_type):
-            raise ValueError(f"{error_type!r} is not a no-verdict error type")
-        self.error_type = error_type
-        self.reason = reason
-        self.environment = environment
-        self.runtime = runtime
-        self.variant = variant
-        where = f" [{environment} on {runtime}]" if environment else ""
-        super().__init__(f"no verdict ({error_type}){where}: {reason}")
-
-    def __reduce__(self):
-        # Pickled across processes (verl's reward workers are Ray actors): the same class, message and fields.
-        return (_restore, (self.__class__, self.args, dict(self.__dict__)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"has_verdict": False, "score": None, "passed": None, "error_type": self.error_type,
-                "reason": self.reason, "environment": self.environment, "runtime": self.runtime,
-                "variant": self.variant}
-
-
-def _restore(cls: type[NoVerdictError], args: tuple, state: dict[str, Any]) -> NoVerdictError:
-    error = cls.__new__(cls)
-    error.args = args
-    error.__dict__.update(state)
-    return error
-
-
-@dataclass(frozen=True)
-class Observation:
+class RunFacts:
     """What a runtime saw while running the runner for one request. Runtimes fill it; only
     :func:`classify` interprets it.
 
@@ -177,7 +96,7 @@ class Observation:
     image_status: str | None = None
 
 
-def classify(request: Request, observation: Observation, environment: str) -> Verdict | NoVerdictError:
+def classify(request: Request, observation: RunFacts, environment: str) -> Verdict | NoVerdictError:
     """The one rule from an observation to an outcome (see the module's table). Pure: no I/O."""
     obs = observation
 
@@ -185,10 +104,10 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
         return NoVerdictError(error_type, reason, environment=environment, runtime=obs.runtime,
                               variant=request.variant)
 
-    def zero(error_type: str, details: str) -> Verdict:
-        return Verdict(score=0.0, passed=False, error_type=error_type, details=details, environment=environment,
-                       runtime=obs.runtime, variant=request.variant, timings={"total_s": round(obs.elapsed_s, 4)},
-                       image_id=obs.image_id, image_status=obs.image_status)
+    def zero_of(error_type: str, details: str) -> Verdict:
+        return zero(error_type, details, environment=environment, runtime=obs.runtime, variant=request.variant,
+                    timings={"total_s": round(obs.elapsed_s, 4)}, image_id=obs.image_id,
+                    image_status=obs.image_status)
 
     if obs.infra_error is not None:  # row 1
         if obs.infra_error not in ERROR_TYPES or is_scored(obs.infra_error):
@@ -217,12 +136,12 @@ def classify(request: Request, observation: Observation, environment: str) -> Ve
     if obs.deadline_hit:
         if in_play is not None:  # row 9
             error_type, why = _missed_deadline(request.limits, heartbeats)
-            return zero(error_type, why) if is_scored(error_type) else no_verdict(error_type, why)
+            return zero_of(error_type, why) if is_scored(error_type) else no_verdict(error_type, why)
         return no_verdict("verifier_timeout", "the runner did not report before the host's deadline, "
                                               "and no submission code had run")  # row 10
     before, after = _oom_kills(events, in_play)
     if after > before and obs.exit_code is None:  # row 11
-        return zero("solution_oom", f"the sandbox ran out of memory while the submission ran: the runner counted "
+        return zero_of("solution_oom", f"the sandbox ran out of memory while the submission ran: the runner counted "
                                     f"{after - before} OOM kill(s) and then ended without a report")
     if before:  # row 12
         return no_verdict("verifier_error", f"the runner counted {before} OOM kill(s) before any submission code ran "
@@ -256,7 +175,7 @@ def _oom_kills(events: list[dict[str, Any]], in_play: int | None) -> tuple[int, 
     return before, after
 
 
-def _exit(obs: Observation) -> str:
+def _exit(obs: RunFacts) -> str:
     return "" if obs.exit_code is None else f" (exit status {obs.exit_code})"
 
 
@@ -284,12 +203,12 @@ def _missed_deadline(limits: Limits, heartbeats: list[dict[str, Any]]) -> tuple[
     return "host_overloaded", f"the runner missed the host's deadline while the host starved the sandbox: {shares}"  # row 9d
 
 
-def _stderr(obs: Observation) -> str:
+def _stderr(obs: RunFacts) -> str:
     tail = obs.stderr_tail.strip()
     return f"; runner stderr: {tail[-1000:]}" if tail else ""
 
 
-def _from_report(report: Any, request: Request, obs: Observation, environment: str, no_verdict) -> Verdict | NoVerdictError:
+def _from_report(report: Any, request: Request, obs: RunFacts, environment: str, no_verdict) -> Verdict | NoVerdictError:
     if not isinstance(report, dict):
         return no_verdict("verifier_error", "the runner's report is not a JSON object")  # row 5
     error_type = report.get("error_type")
@@ -303,15 +222,7 @@ def _from_report(report: Any, request: Request, obs: Observation, environment: s
     if score is None:  # row 6
         return no_verdict("invalid_score", f"the runner reported score {report.get('score')!r}")
     passed = report.get("passed")
-    problem = None
-    if not isinstance(passed, bool):
-        problem = f"passed is {passed!r}, not a boolean"
-    elif error_type is not None and (error_type not in ERROR_TYPES or not is_scored(error_type)):
-        problem = f"error_type {error_type!r} is not a scored error type"
-    elif passed and (score != 1.0 or error_type is not None):
-        problem = f"passed with score {score} and error_type {error_type!r}"
-    elif not passed and error_type is None:
-        problem = "not passed, but no error_type says why"
+    problem = _inconsistency(score, passed, error_type)
     try:
         cases = tuple(CaseResult(**case) for case in report.get("cases", []))
         cases_total = int(report.get("cases_total", len(cases)))
@@ -324,3 +235,87 @@ def _from_report(report: Any, request: Request, obs: Observation, environment: s
     return Verdict(score=score, passed=passed, error_type=error_type, details=str(report.get("details", "")),  # row 7
                    environment=environment, runtime=obs.runtime, variant=request.variant, cases=cases,
                    cases_total=cases_total, timings=timings, image_id=obs.image_id, image_status=obs.image_status)
+
+
+def _inconsistency(score: float, passed: Any, error_type: Any) -> str | None:
+    """What makes a scored report's fields disagree, or None: the checks every scored outcome passes."""
+    if not isinstance(passed, bool):
+        return f"passed is {passed!r}, not a boolean"
+    if error_type is not None and (error_type not in ERROR_TYPES or not is_scored(error_type)):
+        return f"error_type {error_type!r} is not a scored error type"
+    if passed and (score != 1.0 or error_type is not None):
+        return f"passed with score {score} and error_type {error_type!r}"
+    if not passed and error_type is None:
+        return "not passed, but no error_type says why"
+    return None
+
+
+def zero(error_type: str, details: str, *, environment: str, runtime: str, variant: int = 0,
+         timings: dict[str, float] | None = None, image_id: str | None = None,
+         image_status: str | None = None) -> Verdict:
+    """A scored 0 that a rule decided without a report: a response with nothing to run, an agent that never
+    acted, a sandbox the agent broke. ``error_type`` must be a scored type, as every report's is."""
+    if error_type not in ERROR_TYPES or not is_scored(error_type):
+        raise ValueError(f"{error_type!r} is not a scored error type")
+    return Verdict(score=0.0, passed=False, error_type=error_type, details=details, environment=environment,
+                   runtime=runtime, variant=variant, timings=dict(timings or {}), image_id=image_id,
+                   image_status=image_status)
+
+
+@dataclass(frozen=True)
+class EpisodeFacts:
+    """What an episode's final verification left (a shell's session runner, a desktop's supervisor): its report
+    in the episode runners' format (``score``, ``passed``, ``error_type``, ``details``, ``cases``; no ``score``
+    for no verdict), or None when none came, and why. Episodes fill it; only :func:`classify_episode`
+    interprets it."""
+
+    environment: str
+    runtime: str
+    variant: int
+    report: Any
+    deadline_hit: bool = False
+    """The host's deadline fired before a report came."""
+    in_play: bool = False
+    """The verifier had started reading the agent's state (the runner said ``in_play``)."""
+    said: str = ""
+    """What the episode's side said instead of a report (a desktop supervisor's error)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    image_id: str | None = None
+    image_status: str | None = None
+
+
+def classify_episode(facts: EpisodeFacts) -> Outcome:
+    """The one rule from an episode's final verification to its outcome, with :func:`classify`'s checks of a
+    report (a finite score in [0, 1], a boolean ``passed``, a scored ``error_type`` that agrees with both).
+
+    No report: before the verifier read anything, a missed deadline is ``verifier_timeout``; after it, the
+    sandbox went with the agent's state in it (``sandbox_lost``); a runner that ended without one failed
+    (``verifier_error``). A report without a score is no verdict of its own type."""
+    where = {"environment": facts.environment, "runtime": facts.runtime, "variant": facts.variant}
+
+    def no_verdict(error_type: str, reason: str) -> NoVerdictError:
+        return NoVerdictError(error_type, reason, **where)
+
+    report = facts.report
+    if report is None:
+        error_type = ("sandbox_lost" if facts.in_play else "verifier_timeout") if facts.deadline_hit else \
+            "verifier_error"
+        return no_verdict(error_type, "the final verification gave no report" + (f": {facts.said}" if facts.said else ""))
+    if not isinstance(report, dict):
+        return no_verdict("verifier_error", "the final verification's report is not a JSON object")
+    error_type = report.get("error_type")
+    if "score" not in report:
+        if error_type is None or (error_type in ERROR_TYPES and not is_scored(error_type)):
+            return no_verdict(error_type or "verifier_error", str(report.get("details", "")))
+        return no_verdict("verifier_error", f"the final verification reported no score with type {error_type!r}")
+    score = finite_score(report["score"])
+    if score is None:
+        return no_verdict("invalid_score", f"the final verification reported score {report['score']!r}")
+    problem = _inconsistency(score, report.get("passed"), error_type)
+    if problem is not None:
+        return no_verdict("verifier_error", f"the final verification's report is inconsistent: {problem}")
+    cases = tuple(CaseResult(id=str(c.get("id")), passed=bool(c.get("passed")), expected=c.get("expected"),
+                             actual=c.get("actual")) for c in report.get("cases", []) if isinstance(c, dict))
+    return Verdict(score=score, passed=report["passed"], error_type=error_type, details=str(report.get("details", "")),
+                   cases=cases, cases_total=len(cases), timings=dict(facts.timings), image_id=facts.image_id,
+                   image_status=facts.image_status, **where)

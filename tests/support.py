@@ -132,7 +132,7 @@ def episode(gym, env, variant: int = 0, *, replaying: str | None = None, then: I
     ``solutions/<replaying>.json`` for ``variant`` (none when None) and then ``then``; the test's own steps and
     its score follow inside the block, and the container is removed when it ends."""
     from deepgym.environments import load_environment
-    from deepgym.session import action_sequences
+    from deepgym.authoring.replay import action_sequences
 
     env = load_environment(env)
     with gym.session(env, variant) as session:
@@ -150,7 +150,7 @@ def before_reference(gym, env: str, variant: int, room: int) -> Iterator[tuple]:
     import dataclasses
 
     from deepgym.environments import load_environment
-    from deepgym.session import action_sequences
+    from deepgym.authoring.replay import action_sequences
 
     env = load_environment(env)
     reference = action_sequences(env, "reference")[variant]

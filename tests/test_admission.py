@@ -246,7 +246,7 @@ SCORER = textwrap.dedent('''
 @pytest.mark.docker
 def test_twenty_times_the_bound_keeps_every_verdict_fair(tmp_path):
     from deepgym import load_environment
-    from deepgym.check import as_response
+    from deepgym.authoring.check import as_response
     from deepgym.images import build
 
     build(["coin_change"])
@@ -275,7 +275,7 @@ def test_waiting_for_a_slot_is_not_charged_to_the_sample(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     from deepgym import DeepGym, load_environment
-    from deepgym.check import as_response
+    from deepgym.authoring.check import as_response
     from deepgym.images import build
 
     build(["coin_change"])

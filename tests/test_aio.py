@@ -15,9 +15,9 @@ import pytest
 
 from support import ensure_images, fenced, solution
 from deepgym import DeepGym, NoVerdictError
-from deepgym.admission import Admission, AdmissionTimeout
+from deepgym.admission import Admission, AdmissionTimeout, HeldSlot
+from deepgym.authoring.replay import action_sequences
 from deepgym.sandbox.docker.ready import REFILLERS
-from deepgym.session import action_sequences
 from deepgym.environments import load_environment
 
 RIGHT = fenced(solution("coin_change", "reference"))
@@ -95,13 +95,13 @@ def test_a_cancelled_or_timed_out_async_wait_takes_nothing(tmp_path):
         pass
 
 
-def test_a_slot_held_by_the_context_is_the_samples_own(tmp_path):
-    """The async path hands its slot to the worker thread: the judging path's slot() is then that slot, not a
-    second one (with a bound of 1 a second wait would never end)."""
+def test_a_slot_handed_to_the_judging_path_is_the_samples_own(tmp_path):
+    """The async path hands its slot to the worker thread as an argument: the judging path's slot() is then that
+    slot, not a second one (with a bound of 1 a second wait would never end)."""
     admission = Admission(bound=1, directory=tmp_path)
     slot = admission.acquire()
     try:
-        with admission.holding(slot), admission.slot(timeout_s=0.2) as inner:
+        with HeldSlot(slot).slot(timeout_s=0.2) as inner:
             assert inner is slot
         with pytest.raises(AdmissionTimeout):
             admission.acquire(timeout_s=0.1)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from support import fenced, solution
-from deepgym.check import check, table
+from deepgym.authoring.check import check, table
 from deepgym.environments import list_environments, load_environment
 
 pytestmark = pytest.mark.docker

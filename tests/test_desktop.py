@@ -11,10 +11,10 @@ import pytest
 
 from support import before_reference
 from deepgym import DeepGym
-from deepgym.check import check, table
+from deepgym.authoring.check import check, table
 from deepgym.environments import load_environment
 from deepgym.images import build
-from deepgym.session import action_sequences
+from deepgym.authoring.replay import action_sequences
 
 pytestmark = [pytest.mark.docker, pytest.mark.desktop]
 DESKTOPS = ["signup_form", "todo_list"]
@@ -237,15 +237,17 @@ def _replay(gym, name, variant, actions):
 
 def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
     """The pool's container killed while it waits: the next episode gets a fresh one and scores normally."""
-    from deepgym.desktop import pool
-
     with gym.session("todo_list", 4) as session:  # makes the pool start a ready one behind it
         session.start()
-    ready = pool(gym)
+    ready = gym._ready_desktops()
+
+    def todo_lists() -> list:  # the shared client's pool also holds the other apps' ready desktops
+        return [desktop for key, queue in list(ready.ready.items()) if "'todo_list'" in key for desktop in queue]
+
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(ready.ready.values()):
+    while time.monotonic() < deadline and not todo_lists():
         time.sleep(0.1)
-    waiting = [desktop for queue in ready.ready.values() for desktop in queue]
+    waiting = todo_lists()
     assert waiting, "the pool made no container"
     subprocess.run(["docker", "kill", waiting[0].box.container], capture_output=True, timeout=60)
     reference = action_sequences(load_environment("todo_list"), "reference")[4]
@@ -260,16 +262,15 @@ def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
 def test_closing_the_client_removes_its_prewarmed_desktops_even_one_still_starting():
     """DeepGym.close empties the client's desktop pool before its provider closes: the ready desktop, and one a
     filler is still starting, are removed rather than left to the next start's reaper."""
-    from deepgym import desktop
     from deepgym.sandbox.docker import LABEL
 
     with DeepGym(mode="docker") as client:
         with client.session("signup_form", 0) as session:
             session.start()  # the pool starts a ready one behind it
-        ready = desktop.pool(client)
+        ready = client._ready_desktops()
         run = client.provider.run_id
     assert ready.closed and not any(ready.ready.values())
-    assert client not in desktop._pools, "a closed client's pool is gone"
+    assert client._desktops is None, "a closed client's pool is gone"
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={run}"], capture_output=True,
                           text=True, timeout=60).stdout.split()
     assert left == [], "no container of the closed client is left"

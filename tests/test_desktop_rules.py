@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from deepgym.desktop import computer_schema, task_text
+from deepgym.session.desktop import computer_schema, task_text
 from deepgym.environments import load_environment, parse_manifest
 from deepgym.errors import ManifestError
 from deepgym.runner.computer import ACTION_TYPES, Action, describe, parse_action

@@ -138,7 +138,7 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
 @pytest.mark.docker
 def test_a_verdict_through_a_prewarmed_container_is_the_verdict():
     from deepgym import DeepGym, load_environment
-    from deepgym.check import as_response
+    from deepgym.authoring.check import as_response
 
     env = load_environment(ENV)
     solutions = env.solutions()

@@ -19,7 +19,7 @@ from support import ensure_images, solution
 from deepgym import load_environment
 from deepgym.images import image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, IN_PLAY, REPORT, Request, parse_events
-from deepgym.verdict import Observation, classify
+from deepgym.verdict import RunFacts, classify
 
 ENV = "coin_change"
 RUNNER = "python3 -I -B -m deepgym_runner"
@@ -206,7 +206,7 @@ def test_a_runner_killed_mid_run_leaves_no_done_and_reads_as_a_vanished_sandbox(
     stdout = sandbox(("--cap-add", "ALL"), ["sh", "-c", script], env={"REQUEST": sleeper.to_json()})
     seen = events(stdout, "lost")
     assert IN_PLAY in seen and HEARTBEAT in seen and REPORT not in seen and DONE not in seen, seen
-    outcome = classify(sleeper, Observation(runtime="provider", exit_code=None, stdout=stdout), ENV)
+    outcome = classify(sleeper, RunFacts(runtime="provider", exit_code=None, stdout=stdout), ENV)
     assert not outcome.has_verdict and outcome.error_type == "sandbox_lost", outcome.to_dict()
 
 

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from deepgym.check import check, table
+from deepgym.authoring.check import check, table
 from deepgym.errors import DeepGymError
 from deepgym.images import build, image_name, image_status
 from deepgym.scaffold import new_environment

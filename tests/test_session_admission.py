@@ -28,7 +28,7 @@ from deepgym.admission import Admission, AdmissionTimeout
 from deepgym.environments import load_environment
 from deepgym.judging import ENVIRONMENT_LABEL
 from deepgym.sandbox.docker import LABEL
-from deepgym.session import action_sequences
+from deepgym.authoring.replay import action_sequences
 
 pytestmark = pytest.mark.docker
 TESTS = Path(__file__).resolve().parent

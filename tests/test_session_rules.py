@@ -3,7 +3,7 @@
 import pytest
 
 from deepgym.sandbox import ImageMissing, ProviderUnavailable, SandboxLost, StartFailure
-from deepgym.session import cut_output, failure_result, invalid_action
+from deepgym.session.rules import cut_output, failure_result, invalid_action
 from deepgym.verdict import NoVerdictError, Verdict
 
 WHERE = {"environment": "shell_repair_script", "variant": 1}

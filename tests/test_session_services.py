@@ -15,7 +15,7 @@ from deepgym import NoVerdictError
 from deepgym.environments import ManifestError, load_environment, parse_manifest
 from deepgym.images import build
 from deepgym.sandbox import ExecOptions
-from deepgym.session import action_sequences, replay
+from deepgym.authoring.replay import action_sequences, replay
 
 pytestmark = pytest.mark.docker
 FIXTURES = str(Path(__file__).resolve().parent / "session_envs")
@@ -148,7 +148,7 @@ http.server.HTTPServer(("127.0.0.1", 8090), H).serve_forever()
 """
     with episode(gym, services_env, then=[serving(hostile, first="chmod 777 . && ")]) as session:
         ticks = session.step("sleep 0.3; wc -c < ticks").observation.text
-        report, _ = session._session_runner("verify", timeout_s=60)
+        report, _, _ = session.actions.session_runner(session, session._sandbox, "verify", timeout_s=60)
         survivors = session._sandbox.exec(["sh", "-c", "ls -n /proc | grep -c ' 10100 '"],
                                           ExecOptions(timeout_s=20)).stdout.strip()
         log = session._sandbox.exec(["cat", "/tmp/deepgym-services/app.log"], ExecOptions(timeout_s=20)).stdout

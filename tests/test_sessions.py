@@ -14,7 +14,8 @@ import pytest
 from deepgym import DeepGym, NoVerdictError
 from deepgym.environments import SessionLimits, load_environment
 from deepgym.images import build
-from deepgym.session import WORKSPACE, action_sequences
+from deepgym.authoring.replay import action_sequences
+from deepgym.session.shell import WORKSPACE
 
 pytestmark = pytest.mark.docker
 SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest", "shell_fix_config")
@@ -127,7 +128,7 @@ def test_every_agent_process_is_killed_and_proved_quiet_before_the_verifier(gym)
             assert time.monotonic() < deadline, "the agent's daemons never all ran"
             time.sleep(0.1)
         for _ in range(2):
-            report, in_play = session._session_runner("verify", timeout_s=60)
+            report, in_play, _ = session.actions.session_runner(session, session._sandbox, "verify", timeout_s=60)
             assert in_play and report["score"] == 1.0, report
             assert int(session._sandbox.exec(count, ExecOptions(timeout_s=20)).stdout) == 0
             size = ["python3", "-c", "import os, time; a = os.stat('/tmp/work/tick.log').st_size; time.sleep(0.5); "

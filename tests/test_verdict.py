@@ -6,7 +6,7 @@ import pytest
 
 from deepgym.runner.protocol import (DONE, ERROR_TYPES, HEARTBEAT, IN_PLAY, REPORT, STARTED, Limits, Request,
                                     event_line, finite_score)
-from deepgym.verdict import NoVerdictError, Observation, Verdict, classify
+from deepgym.verdict import NoVerdictError, RunFacts, Verdict, classify
 
 REQUEST = Request(nonce="n0nce", kind="function", submission="", entry_point="f", variant=2)
 BUDGET = Limits().runner_budget_s
@@ -29,7 +29,7 @@ def report(body) -> bytes:
 
 
 def outcome(**fields):
-    return classify(REQUEST, Observation(runtime="docker", **fields), "coin_change")
+    return classify(REQUEST, RunFacts(runtime="docker", **fields), "coin_change")
 
 
 def assert_no_verdict(result, error_type):

@@ -230,7 +230,7 @@ def verl_rows(names: str | Iterable[str], *, repeat: int = 1, variant: int | Seq
                     row["extra_info"]["tools_kwargs"] = {
                         tool: {"create_kwargs": {"environment": env.id, "variant": int(var)}}}
                 if env.kind == "desktop":  # the variant's parameters are in its prompt
-                    from ..desktop import task_text
+                    from ..session.desktop import task_text
 
                     row["prompt"] = [{"role": "user", "content": task_text(env, int(var))}]
                 elif agent_name is not None:

@@ -43,8 +43,10 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from verl.utils.rollout_trace import rollout_trace_op
 
 from ..aio import AsyncSession
-from ..session import Observation, cut_output
-from ..verdict import NoVerdictError, Verdict
+from ..outcome import NoVerdictError, Outcome
+from ..session import Observation
+from ..session.rules import cut_output
+from ..verdict import zero
 from . import verl as dgverl
 from .verl import SESSION_AGENT_NAME, SESSION_TOOL_NAME, kept_out
 from .verl_mask import keep_out
@@ -85,7 +87,7 @@ class Episode:
         self.kind: str | None = None
         """The environment's kind once the episode started: a ``desktop`` one's action is the whole call."""
         self.failure: NoVerdictError | None = None
-        self.outcome: Verdict | NoVerdictError | None = None
+        self.outcome: Outcome | None = None
         self.lock = asyncio.Lock()
 
     @property
@@ -102,15 +104,14 @@ class Episode:
         self.kind = env.kind
         return await self.session.start()
 
-    async def finish(self) -> Verdict | NoVerdictError:
+    async def finish(self) -> Outcome:
         """The episode's outcome: the final verifier's, or the fault that ended it; never raises."""
         if self.outcome is None:
             if self.failure is not None:
                 self.outcome = self.failure
             elif self.session is None:
-                self.outcome = Verdict(score=0.0, passed=False, error_type="no_action",
-                                       details="the model never called the environment's tool", environment="",
-                                       runtime=self.mode)
+                self.outcome = zero("no_action", "the model never called the environment's tool", environment="",
+                                    runtime=self.mode)
             else:
                 try:
                     self.outcome = await self.session.score()
@@ -154,7 +155,7 @@ class DeepGymSessionTool(BaseTool):
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
         if self.environment and dgverl.get_environment(self.environment).kind == "desktop":
-            from ..desktop import computer_schema
+            from ..session.desktop import computer_schema
 
             return OpenAIFunctionToolSchema.model_validate(computer_schema())
         return OpenAIFunctionToolSchema.model_validate({

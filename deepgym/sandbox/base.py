@@ -42,7 +42,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..errors import DeepGymError
 
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 # The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
 IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
+# The in-sandbox side of a shell episode (deepgym.runner.session), as the image carries it.
+IMAGE_EPISODE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 
@@ -195,12 +197,36 @@ class Image:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+class EpisodeRunner:
+    """How a provider's sandboxes run a shell episode (:mod:`deepgym.session.shell`): a capability every
+    provider supplies (:meth:`Provider.episode_runner`), so that episodes never ask which provider they are on.
+    This default is the image's: its runner, confined, with the agent and the verifier as uids of their own."""
+
+    argv: tuple[str, ...] = IMAGE_EPISODE_RUNNER
+    own_uids = True
+    """Whether commands run as the uid they are given: services (run as uids of their own) need it."""
+
+    def user(self, uid: int) -> str | None:
+        """The ``ExecOptions.user`` of a command deepgym runs as ``uid`` (0 for the runner, the agent's uid)."""
+        return f"{uid}:{uid}"
+
+    def path(self, sandbox: Sandbox, path: str) -> str:
+        """``path`` inside ``sandbox`` as the sandbox's commands see it."""
+        return path
+
+    def request_fields(self, tests_dir: str, start_dir: str) -> dict[str, Any]:
+        """What the episode runner's request adds, for an environment whose hidden tests and start state are in
+        these host folders: nothing, when the image carries both."""
+        return {}
+
+
 class AttachedRun(Protocol):
     """A sandbox whose main process's stdio is a stream the caller holds (:meth:`Provider.start_attached`):
-    ``sock`` carries it (Docker's multiplexed frames), and ``close()`` closes the stream and removes the
-    sandbox."""
+    ``sock`` carries it (Docker's multiplexed frames), ``container`` names it, and ``close()`` closes the stream
+    and removes the sandbox."""
 
     sock: socket.socket
+    container: str
 
     def close(self) -> None: ...
 
@@ -248,6 +274,11 @@ class Provider(ABC):
         both ways must pass the same conformance and hostile suites."""
         with self.create(spec) as box:
             return box.exec(argv, options)
+
+    def episode_runner(self) -> EpisodeRunner:
+        """How this provider's sandboxes run a shell episode: the image's runner, unless the provider says
+        otherwise."""
+        return EpisodeRunner()
 
     def runner_argv(self, tests_dir: str) -> list[str]:
         """The runner's command line in this provider's sandboxes, for an environment whose hidden tests are in

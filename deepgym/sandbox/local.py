@@ -28,11 +28,11 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..errors import LocalModeNotAllowedError
-from .base import (STDERR_TAIL_BYTES, ExecOptions, ExecResult, File, Image, Provider, Sandbox, SandboxLost,
-                   SandboxSpec)
+from .base import (STDERR_TAIL_BYTES, EpisodeRunner, ExecOptions, ExecResult, File, Image, Provider, Sandbox,
+                   SandboxLost, SandboxSpec)
 
 OPT_IN_VARIABLE = "DEEPGYM_ALLOW_LOCAL"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -43,6 +43,28 @@ POLL_S = 0.2
 LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
                 "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
                 "runpy.run_module('deepgym.runner', run_name='__main__', alter_sys=True)")
+LOCAL_EPISODE_RUNNER = (sys.executable, "-I", "-B", "-c",
+                        "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+                        "runpy.run_module('deepgym.runner.session', run_name='__main__', alter_sys=True)")
+
+
+class LocalEpisodeRunner(EpisodeRunner):
+    """A shell episode on the host (docs/sessions.md): the host's episode runner, unconfined, reading the
+    environment's own folders; every command runs as this process's user, in the sandbox's scratch folder."""
+
+    argv = (*LOCAL_EPISODE_RUNNER, str(Path(__file__).resolve().parents[2]))
+    own_uids = False
+
+    def user(self, uid: int) -> str | None:
+        return None
+
+    def path(self, sandbox: Sandbox, path: str) -> str:
+        if not isinstance(sandbox, LocalSandbox):
+            raise TypeError(f"a local episode runs in a LocalSandbox, not {type(sandbox).__name__}")
+        return str(sandbox.root / path.lstrip("/"))
+
+    def request_fields(self, tests_dir: str, start_dir: str) -> dict[str, Any]:
+        return {"unconfined": True, "env_dir": tests_dir, "start_dir": start_dir}
 
 
 class LocalProvider(Provider):
@@ -69,6 +91,9 @@ class LocalProvider(Provider):
     def runner_argv(self, tests_dir: str) -> list[str]:
         """The host's runner, unconfined, reading the environment's hidden tests from ``tests_dir``."""
         return [*LOCAL_RUNNER, str(Path(__file__).resolve().parents[2]), "--unconfined", "--env-dir", tests_dir]
+
+    def episode_runner(self) -> EpisodeRunner:
+        return LocalEpisodeRunner()
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         root = Path(tempfile.mkdtemp(prefix="deepgym-local-"))

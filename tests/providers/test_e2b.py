@@ -183,7 +183,7 @@ def test_a_session_with_a_service_runs_on_e2b(standin, monkeypatch):
     """Sessions go through the Provider interface only: shell_fix_config's reference episode (a supervised
     service that must survive into grading) scores 1 in an E2B sandbox, its known-wrong one 0."""
     from deepgym.environments import load_environment
-    from deepgym.session import action_sequences, replay
+    from deepgym.authoring.replay import action_sequences, replay
 
     manifest = publish(standin, ["base", "shell_fix_config"], Path(standin.manifest).with_name("session.json"))
     register("e2b", ["shell_fix_config"], manifest, provider=E2BProvider(**settings(standin)))

@@ -227,7 +227,7 @@ def test_a_session_with_a_service_runs_on_modal(case):
 
     from deepgym import DeepGym
     from deepgym.environments import load_environment
-    from deepgym.session import action_sequences, replay
+    from deepgym.authoring.replay import action_sequences, replay
 
     manifest = publish(case.standin, ["base", "shell_fix_config"],
                        Path(case.standin.manifest).with_name("session.json"))

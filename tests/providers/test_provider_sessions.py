@@ -63,7 +63,7 @@ def provider(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[s
 
 def test_a_session_with_a_service_runs_on_the_provider(provider):
     from deepgym.environments import load_environment
-    from deepgym.session import action_sequences, replay
+    from deepgym.authoring.replay import action_sequences, replay
 
     mode, reached = provider
     env = load_environment(ENV)

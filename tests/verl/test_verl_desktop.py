@@ -23,7 +23,7 @@ from verl_fakes import LineTokenizer, loop_config  # noqa: E402
 from deepgym.environments import load_environment  # noqa: E402
 from deepgym.integrations import verl as dgverl  # noqa: E402
 from deepgym.integrations.verl_tool import DeepGymSessionTool, episode_count  # noqa: E402
-from deepgym.session import action_sequences  # noqa: E402
+from deepgym.authoring.replay import action_sequences  # noqa: E402
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
             "<|video_pad|>", "<tool_call>", "</tool_call>"]

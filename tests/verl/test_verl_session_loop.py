@@ -26,7 +26,7 @@ from deepgym import NoVerdictError  # noqa: E402
 from deepgym.environments import load_environment  # noqa: E402
 from deepgym.integrations import verl as dgverl  # noqa: E402
 from deepgym.integrations.verl_tool import DeepGymAgentLoop, DeepGymSessionTool, episode_count  # noqa: E402
-from deepgym.session import action_sequences  # noqa: E402
+from deepgym.authoring.replay import action_sequences  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DEAD_ENGINE = "unix:///nonexistent/deepgym-test-docker.sock"

@@ -22,9 +22,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .client import DeepGym, Outcome
-from .environments import Environment, load_environment
-from .session import action_sequences, replay
+from ..client import DeepGym
+from ..environments import Environment, load_environment
+from ..outcome import Outcome
+from .replay import action_sequences, replay
 
 LOOK_ONLY = ["ls -la"]
 # A desktop episode that only looks: two screenshots.

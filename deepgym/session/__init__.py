@@ -1,0 +1,19 @@
+"""Multi-turn episodes: one :class:`~deepgym.session.episode.Episode` (start, steps until done, a score),
+composed with what the agent acts with.
+
+- ``episode.py``: the episode itself: clock and budgets, admission, the outcome fixed once; its small
+  :class:`~deepgym.session.episode.Context` (never the whole client).
+- ``shell.py``: :class:`Session`, shell commands as an unprivileged agent (:class:`~deepgym.session.shell.ShellActions`).
+- ``desktop.py``: :class:`DesktopSession`, ``computer`` actions on a browser over the supervisor's channel.
+- ``ready.py``: desktops started ahead of need, per client.
+- ``rules.py``: the failure table; the final verification's report is classified by :mod:`deepgym.verdict`.
+
+The in-sandbox sides are :mod:`deepgym.runner.session` and :mod:`deepgym.runner.services` (shell) and the desktop
+image's supervisor.
+"""
+
+from .desktop import DesktopSession
+from .episode import Observation, StepResult
+from .shell import Session
+
+__all__ = ["DesktopSession", "Observation", "Session", "StepResult"]

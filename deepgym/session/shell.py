@@ -1,0 +1,180 @@
+"""Shell episodes: one fresh container per episode, shell actions as an unprivileged agent, and a final verifier
+that reads the state the agent left.
+
+::
+
+    with gym.session("shell_repair_script", variant=1) as session:
+        first = session.start()                       # Observation: the task and the workspace
+        step = session.step("cat calc.py")            # StepResult(observation, reward, done)
+        ...
+        verdict = session.score()                     # a Verdict, or raises NoVerdictError
+
+**Who runs what.** The container is the environment's own image, locked down like a judging sandbox, and
+lives only for the episode: :meth:`Session.close` removes it on every outcome, and its init ends it at its
+lifetime even if this process dies (the provider's reaper removes what a dead owner left). Each action is a
+fresh ``bash -c`` run as the agent's uid (:data:`AGENT_UID`, no capabilities) in its workspace; the final
+verification runs as root with three capabilities (:mod:`deepgym.runner.session`), kills every process of the
+agent and proves none is left, runs the environment's probes of the agent's code as the agent, then the hidden
+verifier as another uid (:data:`VERIFIER_UID`) in a fresh folder the agent never could reach. How a provider
+runs all this is its :class:`~deepgym.sandbox.base.EpisodeRunner`.
+
+**Budgets** (the manifest's ``session:``, :class:`~deepgym.environments.SessionLimits`): a timed-out action
+returns its partial output and ``[timed out after N s]`` and the episode goes on; after ``max_steps`` actions,
+or ``episode_s`` after the first observation (the model's own thinking time included), the episode is done.
+deepgym enforces them, because verl's loop has no timeout anywhere. Admission: :mod:`deepgym.session.episode`.
+
+**Services** an environment declares (a server the task asks for) are started by a trusted supervisor at
+the agent's request, survive the kill of the agent's processes, and are checked at grading
+(:mod:`deepgym.runner.services`). **Local mode** (``DeepGym(mode="local", allow_local=True)``) runs an
+episode on the host with none of this isolation, for developing an environment only (docs/sessions.md).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any, Callable
+
+from ..environments import Environment
+from ..runner.protocol import IN_PLAY, REPORT, parse_events
+from ..sandbox import ExecOptions, ExecResult, Sandbox, SandboxLost
+from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
+from .rules import cut_output, invalid_action, not_started
+
+AGENT_UID = 10000
+VERIFIER_UID = 10002
+WORKSPACE = "/tmp/work"
+# What the agent's commands may hold beyond the manifest's limits: the session runner and the file helper.
+RUNNER_MEMORY_MB = 128
+RUNNER_PIDS = 16
+# A probe's wall-clock limit when session.json gives none (deepgym.runner.session's default too).
+PROBE_TIMEOUT_S = 10.0
+# Stopping a session's service supervisor (up to twice deepgym.runner.services.STOP_WAIT_S) and starting its
+# health check (deepgym.runner.session.HEALTH_GRACE_S).
+SERVICE_STOP_S = 20.0
+ACTION_STDOUT_BYTES = 1 << 20
+TIMED_OUT = "[timed out after {seconds:g} s]"
+START_ATTEMPTS = 3
+START_RETRY_S = 0.2
+
+
+class ShellActions:
+    """Shell commands as the agent, and the in-sandbox session runner that prepares and verifies."""
+
+    def __init__(self, context: Context):
+        self.runner = context.provider.episode_runner()
+        self.workspace = WORKSPACE
+        """The agent's working directory as its commands see it (the host's path in local mode)."""
+
+    def refusal(self, episode: Episode) -> str | None:
+        env = episode.env
+        if env.session is None:
+            return f"{env.id} is a {env.kind} environment, not a session one; use DeepGym.run for it"
+        if not self.runner.own_uids and env.services:
+            return (f"{env.id} has services, which need a sandbox's uids; mode={episode.context.runtime!r} has "
+                    f"none. Use mode='docker'")
+        return None
+
+    def open(self, episode: Episode, keep: Callable[[Any], None]) -> Observation | str:
+        """Create the episode's container and the agent's workspace."""
+        context, env = episode.context, episode.env
+        image = context.provider.host_image
+        if image is None:  # a provider on the host's own files (docs/sessions.md) resolves no image
+            episode.image_id, episode.image_status = context.images.resolve(context.provider, env)
+            image = episode.image_id
+        sandbox = context.provider.create(episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS))
+        keep(sandbox)
+        self.workspace = self.runner.path(sandbox, WORKSPACE)
+        report, _, timed_out = self.session_runner(episode, sandbox, "setup", timeout_s=HOST_GRACE_S + 30)
+        if report is None or not report.get("ok"):
+            said = "the session runner gave no report" if timed_out else "the session runner gave no single report"
+            return f"the workspace could not be prepared: {(report or {}).get('details', said)}"
+        task = env.path / "start" / str(episode.variant) / "TASK.md"
+        text = env.prompt.rstrip() + (f"\n\n{task.read_text().rstrip()}" if task.is_file() else "")
+        return Observation(f"{text}\n\nYour working directory is {self.workspace}.")
+
+    def parse(self, episode: Episode, action: Any) -> tuple[Any, str | None]:
+        return action, invalid_action(action)
+
+    def exchange(self, sandbox: Sandbox, parsed: str, timeout_s: float) -> ExecResult:
+        """Run the shell command as the agent; stdout and stderr together."""
+        options = ExecOptions(timeout_s=timeout_s, user=self.runner.user(AGENT_UID), cwd=WORKSPACE,
+                              env={"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "dumb", "LANG": "C.UTF-8",
+                                   "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                              stdout_limit=ACTION_STDOUT_BYTES)
+        for attempt in range(START_ATTEMPTS):
+            # A command the engine could not start ran nothing, so trying again replays nothing: a busy
+            # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
+            result = sandbox.exec(["bash", "-c", "exec 2>&1\n" + parsed], options)
+            if not not_started(result) or attempt == START_ATTEMPTS - 1:
+                break
+            time.sleep(START_RETRY_S)
+        if not_started(result):
+            said = result.stdout[:300].decode(errors="replace")
+            raise SandboxLost(f"the action could not start in the sandbox: {said}")
+        return result
+
+    def observe(self, episode: Episode, parsed: str, reply: ExecResult, timeout_s: float, took_s: float) -> Reply:
+        text = reply.stdout.decode("utf-8", "replace")
+        if reply.stdout_truncated:
+            text += "\n[output beyond 1 MiB dropped]"
+        if reply.timed_out:
+            text += ("\n" if text and not text.endswith("\n") else "") + TIMED_OUT.format(seconds=round(timeout_s, 1))
+        elif reply.exit_code:
+            text += f"\n[exit status {reply.exit_code}]"
+        return Reply(Observation(cut_output(text, episode.limits.output_chars)))
+
+    def verify(self, episode: Episode, sandbox: Sandbox) -> Verification:
+        report, in_play, timed_out = self.session_runner(episode, sandbox, "verify",
+                                                          timeout_s=self.verify_deadline_s(episode))
+        return Verification(report, deadline_hit=timed_out, in_play=in_play,
+                            said="" if timed_out else "the session runner gave no single report")
+
+    def verify_deadline_s(self, episode: Episode) -> float:
+        """The verifier's limit, every probe's, and slack. The probes run the agent's code, so each may take its
+        whole limit; the deadline never cuts them short."""
+        env = episode.env
+        config = json.loads((env.tests_dir / "session.json").read_text())
+        probes = config.get("probes", {}).get(str(episode.variant), [])
+        services = sum(service.check_timeout_s for service in env.services) + (SERVICE_STOP_S if env.services else 0.0)
+        return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
+                + services + HOST_GRACE_S)
+
+    def session_runner(self, episode: Episode, sandbox: Sandbox, command: str, *,
+                        timeout_s: float) -> tuple[dict[str, Any] | None, bool, bool]:
+        """Run the in-sandbox session runner: (its one report or None, whether it said ``in_play``, whether the
+        host's deadline killed it). Raises SandboxError when the sandbox had no room to run it."""
+        env = episode.env
+        nonce = secrets.token_hex(16)
+        request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": self.workspace,
+                   "variant": episode.variant, "verify_timeout_s": episode.limits.verify_timeout_s,
+                   "probe_timeout_s": PROBE_TIMEOUT_S, "services": [service.to_request() for service in env.services],
+                   **self.runner.request_fields(str(env.tests_dir), str(env.path / "start"))}
+        options = ExecOptions(stdin=json.dumps(request).encode(), timeout_s=timeout_s, user=self.runner.user(0))
+        result = sandbox.exec([*self.runner.argv, command], options)
+        if result.exit_code is None and not result.timed_out:
+            raise SandboxLost("the session runner vanished without an exit status")
+        events = parse_events(result.stdout, nonce)
+        reports = [e.get("report") for e in events if e.get("event") == REPORT]
+        in_play = any(e.get("event") == IN_PLAY for e in events)
+        if len(reports) == 1 and isinstance(reports[0], dict):
+            return reports[0], in_play, False
+        if not result.timed_out and (result.exit_code not in (0, None) or not_started(result)):
+            # The exec could not start the runner at all: the sandbox has no room for a process.
+            raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
+                              f"{result.stderr_tail.strip()[-300:]}")
+        return None, in_play, result.timed_out
+
+
+class Session(Episode):
+    """One episode of a ``session`` environment in its own container: an :class:`Episode` acted on with shell
+    commands (:class:`ShellActions`)."""
+
+    def __init__(self, context: Context, env: str | Environment, variant: int = 0):
+        super().__init__(context, env, variant, ShellActions(context))
+
+    @property
+    def workspace(self) -> str:
+        """The agent's working directory as its commands see it: the host's path in local mode."""
+        return self.actions.workspace
