@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import shutdown
 from .environments import Environment
-from .runner.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
+from .runner.episode.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
 from .sandbox import ExecOptions, SandboxError, SandboxLost, SandboxSpec, StartFailure
 from .session import HOST_GRACE_S, BaseSession, Observation, StepResult
 from .verdict import NoVerdictError, Verdict

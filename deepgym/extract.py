@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .runner.channels import HUNK_HEADER
+from .runner.diff import HUNK_HEADER
 
 _BASE_END_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end|>", "<|eom_id|>", "</s>", "<eos>",
                     "<end_of_turn>", "<|end▁of▁sentence|>", "<|end_of_sentence|>", "<|EOT|>")

@@ -70,11 +70,11 @@ if TYPE_CHECKING:
 AGENT_UID = 10000
 VERIFIER_UID = 10002
 WORKSPACE = "/tmp/work"
-SESSION_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
+SESSION_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.verify")
 # Local mode runs the host's session runner, from the same deepgym as this process (see deepgym.sandbox.local.LOCAL_RUNNER).
 LOCAL_SESSION_RUNNER = (sys.executable, "-I", "-B", "-c",
                         "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
-                        "runpy.run_module('deepgym.runner.session', run_name='__main__', alter_sys=True)",
+                        "runpy.run_module('deepgym.runner.episode.verify', run_name='__main__', alter_sys=True)",
                         str(Path(__file__).resolve().parent.parent))
 # What the agent's commands may hold beyond the manifest's limits: the session runner and the file helper.
 RUNNER_MEMORY_MB = 128

@@ -33,8 +33,7 @@ from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import shutdown
-from ..runner.protocol import MAX_UID, Request
-from ..runner.serve import SERVE_MARKER
+from ..runner.protocol import MAX_UID, SERVE_MARKER, Request
 from .base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
 from .prewarm import Attached, key
 
