@@ -18,7 +18,8 @@ Modules, from the entry points down (each imports only those below it or beside 
 - ``kinds/row_tests``: a row's trusted assert tests, run in a worker of the applier's uid
 - ``kinds/hidden_cases``: a function environment's cases, computed once at image build
 - ``kinds/case_server``: a program's cases forked from one zygote instead of one interpreter each
-- ``episode/verify``: a session's setup and verification: quiescence, probes, the one verifier harness
+- ``episode/verify``: a session's setup and verification: probes, services checked, the verifier run
+- ``episode/harness``: the one verifier harness, shell and desktop alike (quiescence, runs as a uid, the report)
 - ``episode/services``: a session's service supervisor and its health check
 - ``episode/computer``: the desktop action set, checked on both sides
 - ``confine/procfs``: the /proc and cgroup readers

@@ -20,9 +20,9 @@ process of the agent shares.
    as the agent's uid in its workspace, each with its stdin, a wall-clock limit and bounded output, and the
    uid is killed and proved quiet again after each, so nothing a probe leaves running survives into step 4.
 4. **The verifier** (``verify.py``, root-only in the image) is copied into a fresh folder of the verifier's
-   uid, mode 0700, and run there as that uid by the one verifier harness (:func:`run_verifier`, which the
-   desktop supervisor uses too) with ``verify(workspace, variant, probes)`` as its call. It reads the agent's
-   files as data and never runs them; its one JSON line is the report (:func:`verifier_report`). The folder is
+   uid, mode 0700, and run there as that uid by the one verifier harness (:mod:`harness`, which the desktop
+   supervisor uses too) with ``verify(workspace, variant, probes)`` as its call. It reads the agent's
+   files as data and never runs them; its one JSON line is the report (:func:`harness.verifier_report`). The folder is
    removed afterwards, so every verification starts from nothing the last one (or the agent) left.
 
 Attribution inside: a verifier that fails before it prints ``reading`` (it could not start or import) is
@@ -45,34 +45,16 @@ from ..confine.container import Container
 from ..confine.local import Local
 from ..confine.processes import Processes
 from ..confine.procfs import process_uid
-from ..confine.supervise import Supervised
-from ..protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line, finite_score
+from ..protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line
 from . import services
+from .harness import quiesce, run, run_verifier, verifier_report
 
 ENV_DIR = "/opt/deepgym/env"
 START_DIR = "/opt/deepgym/start"
 SCRATCH_ROOT = "/tmp"
-# Two scans this far apart must both show no live process of the agent's uid.
-QUIET_RECHECK_S = 0.05
 PROBE_OUTPUT_BYTES = 64 << 10
-VERIFIER_OUTPUT_BYTES = 1 << 20
-STDIN_BYTES = 60 << 10
 # The health check's slack beyond its services' own limits: starting python as the verifier's uid.
 HEALTH_GRACE_S = 10.0
-READING = "deepgym-verifier: reading"
-# The verifier's harness, shell and desktop alike: import verify.py from its own folder, say when it starts
-# reading, call verify(*args, **kwargs) from request.json, print one report. It enters its folder itself: a
-# process changes directory before it changes uid, and root may not enter the verifier's folder (mode 0700, no
-# CAP_DAC_OVERRIDE).
-HARNESS = ("import json, os, sys\n"
-           "os.chdir(sys.argv[1])\n"
-           "sys.path.insert(0, '.')\n"
-           "with open('request.json') as f:\n"
-           "    request = json.load(f)\n"
-           "import verify\n"
-           f"print({READING!r}, flush=True)\n"
-           "report = verify.verify(*request['args'], **request['kwargs'])\n"
-           "print(json.dumps(report), flush=True)\n")
 
 
 @dataclass(frozen=True)
@@ -116,17 +98,6 @@ class SessionRequest:
         return None
 
 
-def quiesce(processes: Processes) -> str | None:
-    """Kill every process of the uids of ``processes`` and prove it; returns why it could not, or None."""
-    for _ in range(3):
-        processes.kill_all()
-        if not processes.alive():
-            time.sleep(QUIET_RECHECK_S)
-            if not processes.alive():
-                return None
-    return f"processes of uids {sorted(processes.uids)} were still alive after three kill sweeps: {processes.alive()}"
-
-
 def setup(request: SessionRequest, confinement: Container | Local) -> dict[str, Any]:
     """The agent's workspace, with the variant's starting files, owned by the agent."""
     start = os.path.join(request.start_dir, str(request.variant))
@@ -147,50 +118,6 @@ def _copy(source: str, target: str) -> int:
     os.umask(0o022)
     shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
     return 0
-
-
-def run(processes: Processes, argv: list[str], *, uid: int, cwd: str, stdin: bytes, timeout_s: float,
-        keep: int) -> dict[str, Any]:
-    """Run ``argv`` as ``uid`` with ``stdin``, a wall-clock limit and at most ``keep`` bytes of stdout kept.
-
-    ``stdin`` (a probe's input, the environment's and small) fits in a pipe's buffer, so it is written and
-    closed before the process starts: it reads it to its end and never blocks the runner."""
-    if len(stdin) > STDIN_BYTES:
-        raise ValueError(f"stdin of {len(stdin)} bytes is more than a pipe holds ({STDIN_BYTES})")
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, stdin)
-        os.close(write_end)
-        proc = processes.spawn(argv, cwd=cwd, stdin=read_end, uid=uid)
-    finally:
-        os.close(read_end)
-    supervised = Supervised(processes, proc, keep_stdout=keep)
-    try:
-        ending = supervised.wait(processes.watch(), for_line=False, cpu_limit_s=timeout_s, wall_limit_s=timeout_s,
-                                 output_limit=1 << 62)
-        return {"exit_code": ending.exit_code, "timed_out": ending.kind in ("cpu", "wall", "starved", "stalled"),
-                "stdout": supervised.text("stdout"), "stderr": supervised.text("stderr")[-2000:]}
-    finally:
-        supervised.close()
-        processes.confinement.end_session(proc.pid)
-
-
-def run_verifier(processes: Processes, folder: str, verifier: bytes, args: list[Any], kwargs: dict[str, Any], *,
-                 uid: int, timeout_s: float) -> dict[str, Any] | None:
-    """Write ``verifier`` (verify.py) and its call into ``folder`` (made already, ``uid``'s, mode 0700) as ``uid``,
-    and run it there as ``uid`` under :data:`HARNESS`: its run (see :func:`run`), or None when the files could not
-    be written. The caller kills ``uid`` and removes the folder afterwards. The call's arguments may be the
-    agent's and large: they go in a file, not through a pipe."""
-    given = json.dumps({"args": args, "kwargs": kwargs}).encode()
-
-    def write() -> int:
-        return _write(os.path.join(folder, "verify.py"), verifier) or _write(os.path.join(folder, "request.json"), given)
-
-    if processes.confinement.as_user(uid, write) != 0:
-        return None
-    processes.homes[uid] = folder
-    return run(processes, [sys.executable, "-I", "-B", "-c", HARNESS, folder], uid=uid, cwd="/", stdin=b"",
-               timeout_s=timeout_s, keep=VERIFIER_OUTPUT_BYTES)
 
 
 def verify(request: SessionRequest, confinement: Container | Local, emit) -> dict[str, Any]:
@@ -223,9 +150,10 @@ def verify(request: SessionRequest, confinement: Container | Local, emit) -> dic
     if problem is not None:
         return _no_room(problem, request.scratch)
     try:
-        ran = run_verifier(processes, folder, verifier, [request.workspace, request.variant, probes],
-                           {} if found is None else {"services": found}, uid=request.verifier_uid,
-                           timeout_s=request.verify_timeout_s)
+        given = {"workspace": request.workspace, "variant": request.variant, "probes": probes,
+                 **({} if found is None else {"services": found})}
+        ran = run_verifier(processes, folder, verifier, given, ("workspace", "variant", "probes"),
+                           uid=request.verifier_uid, timeout_s=request.verify_timeout_s)
         if ran is None:
             return _no_room("the verifier and its request could not be written to its folder", request.scratch)
     finally:
@@ -325,43 +253,6 @@ def _no_room(problem: str, scratch: str = SCRATCH_ROOT) -> dict[str, Any]:
         return {"score": 0.0, "passed": False, "error_type": "policy_processes_failure",
                 "details": f"the agent filled {scratch}, so the verifier had no room to run"}
     return {"error_type": "verifier_error", "details": problem}
-
-
-def _write(path: str, data: bytes) -> int:
-    with open(path, "wb") as f:
-        f.write(data)
-    return 0
-
-
-def verifier_report(ran: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """The verifier's run (:func:`run_verifier`, ``timeout_s`` its limit) as a report, attributed by whether it had
-    started reading the agent's state."""
-    lines = ran["stdout"].splitlines()
-    reading = READING in lines
-    if ran["timed_out"]:
-        if not reading:
-            return {"error_type": "verifier_timeout",
-                    "details": f"the verifier did not start within {timeout_s:g}s"}
-        return {"score": 0.0, "passed": False, "error_type": "solution_timeout",
-                "details": f"the verifier ran past {timeout_s:g}s reading the agent's state"}
-    if not reading:
-        return {"error_type": "verifier_error",
-                "details": f"the verifier failed before it read anything: {ran['stderr'][-1500:]}"}
-    try:
-        report = json.loads(lines[-1])
-        score = finite_score(report.get("score"))
-    except (ValueError, IndexError, AttributeError):
-        report, score = None, None
-    if ran["exit_code"] != 0 or not isinstance(report, dict):
-        return {"score": 0.0, "passed": False, "error_type": "solution_error",
-                "details": f"the verifier failed on the agent's state: {ran['stderr'][-1500:]}"}
-    if score is None:
-        return {"error_type": "invalid_score", "details": f"the verifier's score {report.get('score')!r} is not "
-                                                          f"a finite number in [0, 1]"}
-    passed = bool(report.get("passed", score == 1.0))
-    error_type = None if passed else report.get("error_type", "wrong_answer")
-    return {"score": score, "passed": passed, "error_type": error_type,
-            "details": str(report.get("details", "")), "cases": list(report.get("cases", []))}
 
 
 def main(argv: list[str] | None = None) -> int:

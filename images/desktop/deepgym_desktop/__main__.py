@@ -41,7 +41,7 @@ from deepgym_runner.confine.container import Container
 from deepgym_runner.confine.privileges import drop_privileges, make_dir, remove_dir
 from deepgym_runner.confine.processes import Processes
 from deepgym_runner.episode.computer import Action, parse_action
-from deepgym_runner.episode.verify import quiesce, run_verifier, verifier_report
+from deepgym_runner.episode.harness import quiesce, run_verifier, verifier_report
 
 ACTIONS_UID = 10000
 VERIFIER_UID = 10002
@@ -183,8 +183,8 @@ class Desktop:
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
         try:
-            ran = run_verifier(processes, folder, verifier, [dumped["dump"], self.params], {}, uid=VERIFIER_UID,
-                               timeout_s=timeout_s)
+            ran = run_verifier(processes, folder, verifier, {"log": dumped["dump"], "params": self.params},
+                               ("log", "params"), uid=VERIFIER_UID, timeout_s=timeout_s)
             if ran is None:
                 return {"error_type": "verifier_error", "details": "the verifier's folder could not be written"}
         finally:
