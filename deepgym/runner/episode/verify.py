@@ -189,7 +189,7 @@ def check_services(processes: Processes, request: SessionRequest) -> dict[str, A
         return {"error_type": "verifier_error", "details": problem}
     if "spawn_error" in ran:
         # Only the services were alive (the agent's uid was killed, the supervisor stopped): they held it all.
-        return {"score": 0.0, "passed": False, "error_type": "policy_processes_failure",
+        return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
                 "details": f"the services left no room to check them: {ran['spawn_error']}"}
     lines = ran["stdout"].splitlines()
     checking = services.CHECKING in lines
@@ -250,7 +250,7 @@ def _no_room(problem: str, scratch: str = SCRATCH_ROOT) -> dict[str, Any]:
     (blocks or inodes), ours otherwise."""
     space = os.statvfs(scratch)
     if space.f_bavail * space.f_frsize < 1 << 20 or space.f_favail < 16:
-        return {"score": 0.0, "passed": False, "error_type": "policy_processes_failure",
+        return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
                 "details": f"the agent filled {scratch}, so the verifier had no room to run"}
     return {"error_type": "verifier_error", "details": problem}
 

@@ -59,7 +59,7 @@ ACTION_S = 60.0
 # A container that waits this long for its episode ends itself (a dead host's prewarmed one); once the episode
 # starts, its lifetime comes with the request.
 IDLE_S = 900.0
-CHROMIUM_FLAGS = ("--kiosk", "--no-processes", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+CHROMIUM_FLAGS = ("--kiosk", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
                   "--noerrdialogs", "--disable-extensions", "--disable-sync", "--disable-translate",
                   "--disable-background-networking", "--disable-component-update", "--disable-breakpad",
                   "--disable-features=Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider",
