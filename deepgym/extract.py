@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .runner.channels import HUNK_HEADER
+from .runner.diff import HUNK_HEADER
 
 if TYPE_CHECKING:
     from .environments import Environment

@@ -32,10 +32,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .runner.function import equal, run_calls
+from .runner.confine.local import Local
+from .runner.confine.processes import Processes
+from .runner.confine.usage import Budget
+from .runner.confine.worker import apply_patch
+from .runner.kinds.function import equal, run_calls
 from .runner.protocol import Limits
-from .runner.sandbox import Budget, Sandbox
-from .runner.worker import apply_patch
 
 Probe = tuple[str, list[str], str]
 _ID = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
@@ -59,7 +61,7 @@ def evaluate(repo: Path, setup: str, probes: list[tuple[str, str]]) -> list[Any]
         values.append({"failed": error_type, "error": error})
         return {"passed": True}
 
-    sandbox = Sandbox(confined=False)
+    sandbox = Processes(Local())
     try:
         run_calls(sandbox, _LIMITS, Budget(_LIMITS), ("probe", str(repo), str(repo)), {"setup": setup},
                   [{"id": probe_id, "expr": expr} for probe_id, expr in probes], lambda p: {"expr": p["expr"]},

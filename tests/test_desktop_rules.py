@@ -9,7 +9,7 @@ import pytest
 from deepgym.session.desktop import computer_schema, task_text
 from deepgym.environments import load_environment, parse_manifest
 from deepgym.errors import ManifestError
-from deepgym.runner.computer import ACTION_TYPES, Action, describe, parse_action
+from deepgym.runner.episode.computer import ACTION_TYPES, Action, describe, parse_action
 
 W, H = 1024, 768
 

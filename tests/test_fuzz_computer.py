@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support import before_reference
-from deepgym.runner.computer import (ACTION_TYPES, FIELDS, MAX_KEYS, MAX_SCROLL, MAX_TYPE_CHARS, MAX_WAIT_S,
+from deepgym.runner.episode.computer import (ACTION_TYPES, FIELDS, MAX_KEYS, MAX_SCROLL, MAX_TYPE_CHARS, MAX_WAIT_S,
                                      MODIFIERS, NAMED_KEYS, Action, describe, parse_action)
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=400,

@@ -6,7 +6,7 @@ and one call, as run_calls does them. Every outcome must be a Reply or a fault c
 never an exception (the runner's entry point would make it "no verdict") and never a fault of ours.
 
 channels.worker_reply alone is fuzzed in tests/test_runner_channels.py; this adds the pipe, the framing and
-the process's end. Unconfined on the host (a Sandbox that tracks its processes by session, as local mode
+the process's end. Unconfined on the host (Processes that track its processes by session, as local mode
 does), derandomized; one process per example.
 """
 
@@ -24,9 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepgym.runner.channels import Fault
-from deepgym.runner.function import _reply
+from deepgym.runner.kinds.function import _reply
 from deepgym.runner.protocol import Limits, is_scored
-from deepgym.runner.sandbox import Sandbox, Supervised
+from deepgym.runner.confine.local import Local
+from deepgym.runner.confine.processes import Processes
+from deepgym.runner.confine.supervise import Supervised
 
 # A failing example's plan can be large; its repr must not turn into an error that hides the failure.
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
@@ -76,7 +78,7 @@ plans = st.fixed_dictionaries({
 @contextlib.contextmanager
 def _worker(plan: dict) -> Iterator[Supervised]:
     """The hostile worker running ``plan`` (on its stdin), supervised as run_calls supervises a worker."""
-    sandbox = Sandbox(False)
+    sandbox = Processes(Local())
     reply_r, reply_w = os.pipe()
     req_r, req_w = os.pipe()
     with tempfile.TemporaryFile() as given_plan:
@@ -102,7 +104,7 @@ def _converse(plan: dict) -> list:
     outcomes = []
     with _worker(plan) as process:
         for call_id in (None, CALL_ID):
-            outcome = process.wait(process.sandbox.watch(), for_line=True, cpu_limit_s=LIMITS.case_cpu_s,
+            outcome = process.wait(process.processes.watch(), for_line=True, cpu_limit_s=LIMITS.case_cpu_s,
                                    wall_limit_s=LIMITS.case_wall_s, output_limit=LIMITS.output_kb * 1024,
                                    send=b'{"id": "%s"}\n' % call_id.encode() if call_id else b"")
             reply = _reply(outcome, "running the case", call_id, LIMITS)
@@ -156,7 +158,7 @@ def test_a_line_of_megabytes_arrives_whole_and_the_bytes_after_it_stay_for_the_n
     plan = {"pieces": [[(b"x" * 1024).hex(), 12 << 10, 0, False], [b"\nsecond\nthi".hex(), 1, 0, False],
                        [b"rd\n".hex(), 1, 0, False]], "end": "exit", "status": 0}
     with _worker(plan) as process:
-        outcomes = [process.wait(process.sandbox.watch(), for_line=True, cpu_limit_s=60, wall_limit_s=600,
+        outcomes = [process.wait(process.processes.watch(), for_line=True, cpu_limit_s=60, wall_limit_s=600,
                                  output_limit=1 << 20) for _ in range(3)]
     assert [(outcome.kind, outcome.line) for outcome in outcomes] == [("line", long), ("line", b"second"),
                                                                     ("line", b"third")]
@@ -173,11 +175,11 @@ def _batch(plan: dict, call_ids: list[str]) -> list:
     with _worker(plan) as process:
         limits = dict(cpu_limit_s=LIMITS.case_cpu_s, wall_limit_s=LIMITS.case_wall_s,
                       output_limit=LIMITS.output_kb * 1024)
-        loaded = _reply(process.wait(process.sandbox.watch(), for_line=True, **limits), "loading", None, LIMITS)
+        loaded = _reply(process.wait(process.processes.watch(), for_line=True, **limits), "loading", None, LIMITS)
         outcomes.append(loaded)
         if isinstance(loaded, Fault):
             return outcomes
-        meter = process.sandbox.watch()
+        meter = process.processes.watch()
         send = b"".join(b'{"id": "%s"}\n' % call_id.encode() for call_id in call_ids)
         for call_id in call_ids:
             outcome = process.wait(meter, for_line=True, send=send, **limits)

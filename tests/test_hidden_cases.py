@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deepgym.environments import list_environments, load_environment
-from deepgym.runner import hidden_cases
+from deepgym.runner.kinds import hidden_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTION_ENVS = [name for name in list_environments() if load_environment(name).kind == "function"]
@@ -21,9 +21,9 @@ TEMPLATE = ROOT / "deepgym" / "templates" / "function"
                          ids=lambda folder: folder.name)
 def test_every_function_image_stores_every_variant_before_hiding_them(folder: Path):
     dockerfile = (folder / "Dockerfile").read_text()
-    assert "python3 -I -B -m deepgym_runner.hidden_cases /opt/deepgym/env /tmp/manifest.yaml" in dockerfile
+    assert "python3 -I -B -m deepgym_runner.kinds.hidden_cases /opt/deepgym/env /tmp/manifest.yaml" in dockerfile
     assert "source=manifest.yaml" in dockerfile
-    assert dockerfile.index("deepgym_runner.hidden_cases") < dockerfile.index("chmod -R go-rwx /opt/deepgym/env")
+    assert dockerfile.index("deepgym_runner.kinds.hidden_cases") < dockerfile.index("chmod -R go-rwx /opt/deepgym/env")
     manifest = (folder / "manifest.yaml").read_text()
     if folder != TEMPLATE:
         assert hidden_cases.manifest_variants(manifest) == load_environment(folder.name).variants

@@ -37,14 +37,15 @@ def test_a_sleeping_submission_is_killed_at_its_limit_with_its_children(gym):
 
 
 def test_a_child_its_parent_left_behind_is_still_metered():
-    """Unconfined, ticks reread only the processes the last full scan of /proc found (deepgym/runner/sandbox.py,
+    """Unconfined, ticks reread only the processes the last full scan of /proc found (deepgym/runner/confine/local.py,
     FULL_SCAN_S): a busy child whose parent has exited, so that nothing we spawned leads to it, is found by the
     next full scan and its CPU counted, so the CPU limit still reaches it."""
     import sys
 
-    from deepgym.runner.sandbox import Sandbox
+    from deepgym.runner.confine.local import Local
+    from deepgym.runner.confine.processes import Processes
 
-    sandbox = Sandbox(False)
+    sandbox = Processes(Local())
     parent = sandbox.spawn([sys.executable, "-c", "import os\nif os.fork() == 0:\n    while True:\n        pass\n"])
     parent.wait()
     meter = sandbox.watch()

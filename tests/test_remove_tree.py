@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deepgym.runner.privileges import remove_tree
+from deepgym.runner.confine.privileges import remove_tree
 
 
 def test_a_locked_deep_tree_goes_and_a_symlink_is_not_followed(tmp_path: Path) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deepgym.runner import channels, wire
+from deepgym.runner import channels, diff, wire
 from deepgym.runner.channels import Fault
-from deepgym.runner.function import equal
-from deepgym.runner.patch import tampering
+from deepgym.runner.kinds.function import equal
+from deepgym.runner.kinds.patch import tampering
 from deepgym.runner.protocol import is_scored
 
 FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=150,
@@ -181,7 +181,7 @@ diff_lines = st.one_of(
 @given(lines=st.lists(diff_lines, max_size=30), repeat=st.sampled_from([1, 1, 500]))
 def test_diff_text(lines: list[str], repeat: int) -> None:
     """The diff's headers, counts, paths and encoding: a Diff the tampering check takes, or a fault."""
-    parsed = channels.diff("\n".join(lines * repeat), 64 << 20)
+    parsed = diff.parse("\n".join(lines * repeat), 64 << 20)
     if isinstance(parsed, Fault):
         _charged(parsed)
         assert parsed.error_type in ("invalid_patch", "test_infra_tampering")
@@ -192,14 +192,14 @@ def test_diff_text(lines: list[str], repeat: int) -> None:
 
 
 def test_a_lone_surrogate_in_a_diff_is_invalid() -> None:
-    fault = channels.diff("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+\udc80\n", 64 << 20)
+    fault = diff.parse("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+\udc80\n", 64 << 20)
     assert isinstance(fault, Fault) and fault.error_type == "invalid_patch"
 
 
 def test_a_diff_of_too_many_files_is_invalid() -> None:
-    many = "".join(f"diff --git a/f{i} b/f{i}\nnew file mode 100644\n" for i in range(channels.MAX_DIFF_FILES + 1))
-    assert isinstance(channels.diff(many, 64 << 20), Fault)
-    assert not isinstance(channels.diff(many.split(f"diff --git a/f{channels.MAX_DIFF_FILES} ")[0], 64 << 20), Fault)
+    many = "".join(f"diff --git a/f{i} b/f{i}\nnew file mode 100644\n" for i in range(diff.MAX_DIFF_FILES + 1))
+    assert isinstance(diff.parse(many, 64 << 20), Fault)
+    assert not isinstance(diff.parse(many.split(f"diff --git a/f{diff.MAX_DIFF_FILES} ")[0], 64 << 20), Fault)
 
 
 @FUZZ

@@ -36,7 +36,7 @@ report["oom_score_adj"] = open("/proc/self/oom_score_adj").read().strip()
 report["environment"] = sorted(os.environ)
 parent = os.getppid()
 report["parent_uid"] = os.stat(f"/proc/{parent}").st_uid
-report["forked"] = "deepgym_runner.judge" in sys.modules  # the zygote's imports: no interpreter of its own
+report["forked"] = "deepgym_runner.oneshot" in sys.modules  # the zygote's imports: no interpreter of its own
 report["hidden_cases_loaded"] = any(name.startswith("deepgym_hidden") for name in sys.modules)
 report["expected_seen"] = sum(1 for o in gc.get_objects() if isinstance(o, dict) and "expected" in o)
 report["request_seen"] = sum(1 for o in gc.get_objects() if type(o).__name__ == "Request")

@@ -60,7 +60,7 @@ AGENT_LOOP_NAME = "deepgym_single_turn"
 # The multi-turn loop for session environments (deepgym.integrations.verl_tool) and its tool's default name.
 SESSION_AGENT_NAME = "deepgym_agent"
 SESSION_TOOL_NAME = "shell"
-# The session tool's name for desktop environments: the ``computer`` action set (deepgym.runner.computer).
+# The session tool's name for desktop environments: the ``computer`` action set (deepgym.runner.episode.computer).
 COMPUTER_TOOL_NAME = "computer"
 
 

@@ -1,5 +1,7 @@
 """Entry point: ``python3 -m deepgym_runner [--request FILE] [--env-dir DIR] [--scratch-root DIR] [--unconfined]``,
-or ``python3 -m deepgym_runner serve`` for warm mode's long-lived server (:mod:`serve`).
+or ``python3 -m deepgym_runner serve`` for warm mode's long-lived server (:mod:`serve`): one request judged by
+:mod:`oneshot`, whose confinement is the container's (:mod:`confine.container`) or, ``--unconfined``, the host's
+local mode (:mod:`confine.local`).
 
 Reads one request (stdin by default), writes protocol events to stdout, exits 0 whenever it wrote a report
 and the final ``done`` event (whatever the verdict) and 2 when the request itself (or an argument) was unreadable.
@@ -11,33 +13,9 @@ checks the image and the request's uids and scratch folder; any of them wrong is
 from __future__ import annotations
 
 import os
-import stat
 import sys
-import threading
 
-from . import judge
-from .forked import WorkerConnection, Workers
-from .privileges import drop_privileges
-from .protocol import DONE, REPORT, REQUIRED_FILES, SCRATCH_ROOT, STARTED, Request, event_line
-
-DEFAULT_ENV_DIR = "/opt/deepgym/env"
-
-
-def environment_problem(env_dir: str, kind: str, confined: bool) -> str | None:
-    """Why this image cannot judge fairly, or None. Shipped self-check: a misbuilt image (hidden tests the
-    submission could read, a runner that is not root) gives no verdict, never a score."""
-    if not os.path.isdir(env_dir):
-        return f"the hidden tests directory {env_dir} does not exist"
-    for required in REQUIRED_FILES.get(kind, ()):
-        if not os.path.exists(os.path.join(env_dir, required)):
-            return f"the hidden tests directory {env_dir} has no {required} (needed by {kind} tasks)"
-    if confined:
-        info = os.stat(env_dir)
-        if info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
-            return f"{env_dir} is readable by other users (mode {stat.S_IMODE(info.st_mode):o}); rebuild the image"
-        if os.geteuid() != 0:
-            return "the runner must start as root (with at least CAP_SETUID, CAP_SETGID and CAP_KILL) to confine submissions"
-    return None
+from .protocol import DEFAULT_ENV_DIR, SCRATCH_ROOT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,8 +28,18 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(options, str):
         print(f"deepgym_runner: {options}\n{__doc__.splitlines()[0]}", file=sys.stderr)
         return 2
+    from .oneshot import judge_request
+
     workers = None
-    if not options["--unconfined"]:
+    if options["--unconfined"]:
+        from .confine.local import Local
+
+        confinement = Local()
+    else:
+        from .confine.container import Container
+        from .confine.forked import Workers
+
+        confinement = Container()
         try:
             # Before the request is read (a prewarmed runner waits here for its stdin): the zygote that forks
             # the function workers must never hold anything of a sample's.
@@ -67,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
         return 2
-    return judge_request(raw, options["--env-dir"], options["--scratch-root"], confined=not options["--unconfined"],
-                         workers=workers)
+    return judge_request(raw, options["--env-dir"], options["--scratch-root"], confinement, workers)
 
 
 def parse_options(argv: list[str]) -> dict | str:
@@ -89,45 +76,6 @@ def parse_options(argv: list[str]) -> dict | str:
         else:
             return f"unknown argument {word!r}"
     return options
-
-
-def judge_request(raw: bytes, env_dir: str, scratch_root: str, *, confined: bool,
-                  workers: WorkerConnection | None = None) -> int:
-    """Judge the request ``raw`` and write its events on stdout: the whole life of a one-shot runner, and of
-    each child of warm mode's server (:mod:`serve`). Returns the exit status. ``workers``: the connection to a
-    worker zygote started before ``raw`` was read (:class:`forked.Workers`), which then forks the workers."""
-    try:
-        request = Request.from_json(raw)
-    except Exception as exc:  # noqa: BLE001 - anything unreadable is the host's problem, reported on stderr
-        print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
-        return 2
-
-    writing = threading.Lock()  # the heartbeat thread writes events too: one whole line at a time
-
-    def emit(event: str, payload: dict | None = None) -> None:
-        with writing:
-            sys.stdout.write(event_line(request.nonce, event, payload))
-            sys.stdout.flush()
-
-    heartbeat = judge.Heartbeat(emit)
-    try:
-        problem = environment_problem(env_dir, request.kind, confined)
-        if problem is None and confined:
-            problem = drop_privileges()
-        if problem is None:
-            problem = request.problem(os.geteuid() if confined else -1, scratch_root)
-        if problem is not None:
-            report = judge.no_verdict("verifier_error", problem)
-        else:
-            emit(STARTED)
-            report = judge.run(request, env_dir, confined, scratch_root, emit, heartbeat, workers)
-    except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
-        import traceback
-
-        report = judge.no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
-    emit(REPORT, {"report": report})
-    emit(DONE, heartbeat.facts())
-    return 0
 
 
 def leave(code: int) -> None:

@@ -28,8 +28,8 @@ import signal
 import stat
 import time
 
-from . import sandbox
-from .privileges import file_rights, kill_uid
+from .confine.privileges import file_rights, kill_uid
+from .confine.procfs import process_uid
 
 # Everything a submission's uid can write in a container of ours besides the scratch root (/tmp):
 # tests/test_writable_paths.py proves the list.
@@ -237,7 +237,7 @@ def clean(uids: set[int], scratch_root: str, keep: tuple[int, ...] = ()) -> list
     deadline = time.monotonic() + SETTLE_S
     while others(keep) and time.monotonic() < deadline:  # orphans are pid 1's to reap
         for pid in others(keep):
-            if sandbox.process_uid(pid) in uids:
+            if process_uid(pid) in uids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:

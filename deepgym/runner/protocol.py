@@ -18,7 +18,7 @@ code conventions (:func:`deepgym.verdict.classify`).
   sandbox the host starved; an OOM kill after ``in_play`` tells a sandbox that ran out of memory.
 - ``in_play``: submission code is about to run. Anything that goes wrong after this line may be the
   submission's doing; anything before it cannot be.
-- ``report``: the final report (exactly one). See :mod:`deepgym_runner.judge`.
+- ``report``: the final report (exactly one). See :mod:`deepgym_runner.oneshot`.
 - ``done``: the last line, right after the report, with the same facts as a heartbeat: the runner ended on
   its own. A runner stream that stops without ``done`` and
   with an unknown exit is a sandbox that vanished.
@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 MARKER = "@@deepgym"
+# Warm mode's server (:mod:`serve`) ends each sample with one line of its own, after the runner's events.
+SERVE_MARKER = "@@deepgym-serve"
+# Where an environment image keeps its hidden tests (root-only).
+DEFAULT_ENV_DIR = "/opt/deepgym/env"
 KINDS = ("function", "program", "patch")
 # Every kind of environment: the runner's judged kinds, and multi-turn sessions (deepgym/runner/session.py).
 ENVIRONMENT_KINDS = (*KINDS, "session", "desktop")
@@ -229,7 +233,7 @@ class Request(Record):
     uid: int = DEFAULT_UID
     applier_uid: int | None = None
     scratch: str | None = None
-    # A dataset row's tests (kind ``row``, see deepgym_runner.rows); environments keep theirs in the image.
+    # A dataset row's tests (kind ``row``, see deepgym_runner.kinds.rows); environments keep theirs in the image.
     tests: dict[str, Any] | None = None
 
     @property

@@ -24,13 +24,14 @@ import signal
 import sys
 from pathlib import Path
 
-from . import sandbox
 from .cleanup import IpcIds, NetworkState, clean
-from .forked import Workers
-from .privileges import drop_privileges
-from .protocol import SCRATCH_ROOT, Request
+from .confine import procfs
+from .confine.container import Container
+from .confine.forked import Workers
+from .confine.privileges import drop_privileges
+from .oneshot import judge_request
+from .protocol import DEFAULT_ENV_DIR, SCRATCH_ROOT, SERVE_MARKER, Request
 
-SERVE_MARKER = "@@deepgym-serve"
 PIDS_EVENTS = Path("/sys/fs/cgroup/pids/pids.events")
 # add_key(2) per machine, and the process keyring's special id.
 ADD_KEY = {"x86_64": 248, "aarch64": 217}
@@ -61,14 +62,12 @@ def _counters() -> tuple[int | None, int | None, int | None]:
         refused = int(PIDS_EVENTS.read_text().split()[1])
     except (OSError, IndexError, ValueError):
         pass
-    return sandbox.cgroup_oom_kills(), sandbox.cgroup_memory_limit_hits(), refused
+    return procfs.cgroup_oom_kills(), procfs.cgroup_memory_limit_hits(), refused
 
 
 def _judge_in_child(line: bytes, env_dir: str, scratch_root: str, workers: Workers) -> int:
     """Fork a child that judges the request on ``line`` as a one-shot runner would, its function workers forked
     by ``workers`` over a connection of the sample's own; its exit status."""
-    from .__main__ import judge_request  # the one-shot runner's own path, imported once, used per child
-
     sys.stdout.flush()
     connection = workers.connect()
     try:
@@ -77,7 +76,7 @@ def _judge_in_child(line: bytes, env_dir: str, scratch_root: str, workers: Worke
             code = 1
             try:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                code = judge_request(line, env_dir, scratch_root, confined=True, workers=connection)
+                code = judge_request(line, env_dir, scratch_root, Container(), connection)
                 sys.stdout.flush()
             finally:
                 os._exit(code)
@@ -102,7 +101,7 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
             problem = f"the worker zygote did not start: {exc}"
     network, ipc_ids = NetworkState(), IpcIds()
     problem = problem or ipc_ids.moved()
-    sandbox.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
+    procfs.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
     served: set[int] = set()
     while True:
         line = sys.stdin.buffer.readline()
@@ -161,8 +160,6 @@ def main(argv: list[str]) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="deepgym_runner serve", description=__doc__)
-    from .__main__ import DEFAULT_ENV_DIR
-
     parser.add_argument("--env-dir", default=DEFAULT_ENV_DIR)
     parser.add_argument("--scratch-root", default=SCRATCH_ROOT)
     args = parser.parse_args(argv)

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 
 # The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
 IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
-# The in-sandbox side of a shell episode (deepgym.runner.session), as the image carries it.
-IMAGE_EPISODE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.session")
+# The in-sandbox side of a shell episode (deepgym.runner.episode.verify), as the image carries it.
+IMAGE_EPISODE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.verify")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 

@@ -45,7 +45,7 @@ LOCAL_RUNNER = (sys.executable, "-I", "-B", "-c",
                 "runpy.run_module('deepgym.runner', run_name='__main__', alter_sys=True)")
 LOCAL_EPISODE_RUNNER = (sys.executable, "-I", "-B", "-c",
                         "import runpy, sys\nsys.path.insert(0, sys.argv.pop(1))\n"
-                        "runpy.run_module('deepgym.runner.session', run_name='__main__', alter_sys=True)")
+                        "runpy.run_module('deepgym.runner.episode.verify', run_name='__main__', alter_sys=True)")
 
 
 class LocalEpisodeRunner(EpisodeRunner):

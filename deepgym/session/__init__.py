@@ -8,7 +8,7 @@ composed with what the agent acts with.
 - ``ready.py``: desktops started ahead of need, per client.
 - ``rules.py``: the failure table; the final verification's report is classified by :mod:`deepgym.verdict`.
 
-The in-sandbox sides are :mod:`deepgym.runner.session` and :mod:`deepgym.runner.services` (shell) and the desktop
+The in-sandbox sides are :mod:`deepgym.runner.episode.verify` and :mod:`deepgym.runner.episode.services` (shell) and the desktop
 image's supervisor.
 """
 

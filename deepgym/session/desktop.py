@@ -16,7 +16,7 @@ Its main process is the trusted supervisor (``deepgym_desktop``), attached (:met
 the host's requests and its replies cross that one stream as JSON lines (:class:`Channel`), so an action costs
 no ``docker exec``. The supervisor starts the display, the recorder, the action daemon and the browser, each as a
 user of its own, and says ``ready``; the agent has no shell and no process: its only channel is the action,
-checked here and again inside (:mod:`deepgym.runner.computer`).
+checked here and again inside (:mod:`deepgym.runner.episode.computer`).
 
 **Prewarmed.** Containers are started ahead of need (:class:`~deepgym.session.ready.ReadyDesktops`) up to
 ``ready``. An episode takes one, and it is removed after that episode: never reused.
@@ -37,7 +37,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..environments import Environment
-from ..runner.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
+from ..runner.episode.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
 from ..sandbox import ExecOptions, Provider, SandboxLost, SandboxSpec, StartFailure
 from ..verdict import NoVerdictError
 from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
@@ -173,7 +173,7 @@ def launch(provider: Provider, spec: SandboxSpec, screen: tuple[int, int]) -> De
 
 
 class DesktopActions:
-    """``computer`` actions (a dict each, checked by :func:`deepgym.runner.computer.parse_action`) over the
+    """``computer`` actions (a dict each, checked by :func:`deepgym.runner.episode.computer.parse_action`) over the
     supervisor's channel; the final verification scores the recorder's log."""
 
     def __init__(self, take: Take | None):

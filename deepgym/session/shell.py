@@ -13,7 +13,7 @@ that reads the state the agent left.
 lives only for the episode: :meth:`Session.close` removes it on every outcome, and its init ends it at its
 lifetime even if this process dies (the provider's reaper removes what a dead owner left). Each action is a
 fresh ``bash -c`` run as the agent's uid (:data:`AGENT_UID`, no capabilities) in its workspace; the final
-verification runs as root with three capabilities (:mod:`deepgym.runner.session`), kills every process of the
+verification runs as root with three capabilities (:mod:`deepgym.runner.episode.verify`), kills every process of the
 agent and proves none is left, runs the environment's probes of the agent's code as the agent, then the hidden
 verifier as another uid (:data:`VERIFIER_UID`) in a fresh folder the agent never could reach. How a provider
 runs all this is its :class:`~deepgym.sandbox.base.EpisodeRunner`.
@@ -25,7 +25,7 @@ deepgym enforces them, because verl's loop has no timeout anywhere. Admission: :
 
 **Services** an environment declares (a server the task asks for) are started by a trusted supervisor at
 the agent's request, survive the kill of the agent's processes, and are checked at grading
-(:mod:`deepgym.runner.services`). **Local mode** (``DeepGym(mode="local", allow_local=True)``) runs an
+(:mod:`deepgym.runner.episode.services`). **Local mode** (``DeepGym(mode="local", allow_local=True)``) runs an
 episode on the host with none of this isolation, for developing an environment only (docs/sessions.md).
 """
 
@@ -48,10 +48,10 @@ WORKSPACE = "/tmp/work"
 # What the agent's commands may hold beyond the manifest's limits: the session runner and the file helper.
 RUNNER_MEMORY_MB = 128
 RUNNER_PIDS = 16
-# A probe's wall-clock limit when session.json gives none (deepgym.runner.session's default too).
+# A probe's wall-clock limit when session.json gives none (deepgym.runner.episode.verify's default too).
 PROBE_TIMEOUT_S = 10.0
-# Stopping a session's service supervisor (up to twice deepgym.runner.services.STOP_WAIT_S) and starting its
-# health check (deepgym.runner.session.HEALTH_GRACE_S).
+# Stopping a session's service supervisor (up to twice deepgym.runner.episode.services.STOP_WAIT_S) and starting its
+# health check (deepgym.runner.episode.verify.HEALTH_GRACE_S).
 SERVICE_STOP_S = 20.0
 ACTION_STDOUT_BYTES = 1 << 20
 TIMED_OUT = "[timed out after {seconds:g} s]"

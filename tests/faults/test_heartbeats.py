@@ -19,7 +19,7 @@ from support import ROOT, ensure_images, fenced, solution
 from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, HEARTBEAT_FIELDS, OPTIONAL_FACTS, Limits, Request, parse_events
-from deepgym.runner.sandbox import own_cgroup_mount
+from deepgym.runner.confine.procfs import own_cgroup_mount
 from deepgym.judging import Images, observe
 from deepgym.sandbox.docker import DockerProvider
 from deepgym.scaffold import new_environment
@@ -88,7 +88,7 @@ def run_in_image(image: str, *docker_args: str, code: str) -> str:
                          ids=["default", "private-namespace", "host-hierarchy-mounted"])
 def test_the_runner_reads_no_cgroup_but_its_containers_own(docker_args, trusted):
     ensure_images("coin_change")
-    code = "from deepgym_runner import sandbox as s; print(s.cgroup_cpu_s(), s.cgroup_memory_limit_hits())"
+    code = "from deepgym_runner.confine import procfs as s; print(s.cgroup_cpu_s(), s.cgroup_memory_limit_hits())"
     cpu, hits = run_in_image(image_name("coin_change"), *docker_args, code=code).split()
     # The host's hierarchy holds the host's CPU seconds (hundreds): never read, never charged to a submission.
     assert (cpu != "None", hits != "None") == (trusted, trusted)
@@ -212,7 +212,7 @@ def test_a_process_growing_into_its_memory_limit_is_told_from_one_that_computes(
     ensure_images("coin_change")
     code = """if True:
         import os, resource, time
-        from deepgym_runner.sandbox import growing_into_memory_limit
+        from deepgym_runner.confine.usage import growing_into_memory_limit
         def child(work, held_mb):
             pid = os.fork()
             if pid == 0:

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from deepgym.integrations.verl import compute_score
-from deepgym.runner.rows import apps_output_matches, apps_result_matches, prime_call_case
+from deepgym.runner.kinds.rows import apps_output_matches, apps_result_matches, prime_call_case
 
 pytestmark = [pytest.mark.verl]
 

@@ -33,8 +33,7 @@ import time
 from collections.abc import Hashable, Sequence
 
 from ...shutdown import register as on_shutdown
-from ...runner.protocol import MAX_UID, Request
-from ...runner.serve import SERVE_MARKER
+from ...runner.protocol import MAX_UID, SERVE_MARKER, Request
 from ..base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
 from .engine import Attached, Engine, key
 from .frames import STDERR, FrameReader

@@ -37,10 +37,11 @@ import threading
 import time
 import traceback
 
-from deepgym_runner.computer import Action, parse_action
-from deepgym_runner.privileges import as_user, drop_privileges, make_dir, remove_dir
-from deepgym_runner.sandbox import Sandbox
-from deepgym_runner.session import _report, _run, quiesce
+from deepgym_runner.confine.container import Container
+from deepgym_runner.confine.privileges import drop_privileges, make_dir, remove_dir
+from deepgym_runner.confine.processes import Processes
+from deepgym_runner.episode.computer import Action, parse_action
+from deepgym_runner.episode.harness import quiesce, run_verifier, verifier_report
 
 ACTIONS_UID = 10000
 VERIFIER_UID = 10002
@@ -55,19 +56,9 @@ BROWSER_HOME = "/tmp/browser"
 READY_S = 30.0
 START_S = 15.0
 ACTION_S = 60.0
-VERIFIER_OUTPUT_BYTES = 1 << 20
 # A container that waits this long for its episode ends itself (a dead host's prewarmed one); once the episode
 # starts, its lifetime comes with the request.
 IDLE_S = 900.0
-HARNESS = ("import json, os, sys\n"
-           "os.chdir(sys.argv[1])\n"
-           "sys.path.insert(0, '.')\n"
-           "with open('request.json') as f:\n"
-           "    request = json.load(f)\n"
-           "import verify\n"
-           "print('deepgym-verifier: reading', flush=True)\n"
-           "report = verify.verify(request['log'], request['params'])\n"
-           "print(json.dumps(report), flush=True)\n")
 CHROMIUM_FLAGS = ("--kiosk", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
                   "--noerrdialogs", "--disable-extensions", "--disable-sync", "--disable-translate",
                   "--disable-background-networking", "--disable-component-update", "--disable-breakpad",
@@ -176,9 +167,9 @@ class Desktop:
         return reply
 
     def verify(self, timeout_s: float) -> dict:
-        sandbox = Sandbox(True, uid=BROWSER_UID, applier_uid=VERIFIER_UID)
-        sandbox.uids.add(ACTIONS_UID)
-        problem = quiesce(sandbox)
+        processes = Processes(Container(), uid=BROWSER_UID, applier_uid=VERIFIER_UID)
+        processes.uids.add(ACTIONS_UID)
+        problem = quiesce(processes)
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
         self.procs["recorder"].stdin.write(json.dumps({"op": "dump"}) + "\n")
@@ -191,29 +182,15 @@ class Desktop:
         problem = make_dir(VERIFIER_UID, folder, 0o700)
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
-        given = json.dumps({"log": dumped["dump"], "params": self.params}).encode()
         try:
-            if as_user(VERIFIER_UID, lambda: _write(f"{folder}/verify.py", verifier)
-                       or _write(f"{folder}/request.json", given)) != 0:
+            ran = run_verifier(processes, folder, verifier, {"log": dumped["dump"], "params": self.params},
+                               ("log", "params"), uid=VERIFIER_UID, timeout_s=timeout_s)
+            if ran is None:
                 return {"error_type": "verifier_error", "details": "the verifier's folder could not be written"}
-            sandbox.homes[VERIFIER_UID] = folder
-            ran = _run(sandbox, [sys.executable, "-I", "-B", "-c", HARNESS, folder], uid=VERIFIER_UID, cwd="/",
-                       stdin=b"", timeout_s=timeout_s, keep=VERIFIER_OUTPUT_BYTES)
         finally:
-            quiesce(sandbox)
+            quiesce(processes)
             remove_dir(VERIFIER_UID, folder)
-        return _report(ran, _Limits(timeout_s))
-
-
-class _Limits:
-    def __init__(self, verify_timeout_s: float):
-        self.verify_timeout_s = verify_timeout_s
-
-
-def _write(path: str, data: bytes) -> int:
-    with open(path, "wb") as f:
-        f.write(data)
-    return 0
+        return verifier_report(ran, timeout_s)
 
 
 def say(message: dict) -> None:

@@ -3,7 +3,7 @@ in this process (no program is started per action), and waits for the screen to 
 
 Run by the supervisor as its own unprivileged user (it can signal or trace none of the display, browser or
 recorder processes), with one JSON action per line on stdin (already checked by
-``deepgym_runner.computer.parse_action``) and one JSON reply per line on stdout::
+``deepgym_runner.episode.computer.parse_action``) and one JSON reply per line on stdout::
 
     {"settle_ms": 140, "settled": true, "png": "<base64>", "width": 1024, "height": 768}
 

@@ -6,7 +6,7 @@ by path in the repository, restored after the patch), ``spec.json`` with the ``f
 
 Steps, and who does them:
 
-1. The runner parses the diff (:func:`channels.diff`, pure Python, counting hunk lines as git does). Not
+1. The runner parses the diff (:func:`diff.parse`, pure Python, counting hunk lines as git does). Not
    valid Unicode, not a unified diff, a header split from its partner, another diff format, a line count over
    9 digits, a path over 16 levels deep, more than 1000 files -> ``invalid_patch``. Touching test
    infrastructure -> ``test_infra_tampering``: test files and folders, ``conftest.py`` anywhere (new ones
@@ -42,11 +42,16 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from . import channels
-from .channels import Fault, FilePatch, Reply, plain, shown
+from .. import channels
+from ..channels import Fault, Reply, plain, shown
+from ..diff import FilePatch
+from ..diff import parse as parse_diff
 from .function import equal, run_calls
-from .protocol import Limits
-from .sandbox import Budget, Sandbox, Supervised, Usage, Workspace, failure
+from ..protocol import Limits
+from ..confine.processes import WORKER, Processes
+from ..confine.supervise import Supervised, failure
+from ..confine.usage import Budget, Usage
+from ..confine.workspace import Workspace
 
 TEST_CONFIG_FILES = {"setup.py", "setup.cfg", "tox.ini", "pytest.ini", "noxfile.py"}
 LOADED_BY_TESTS = {"conftest.py", "sitecustomize.py", "usercustomize.py"}
@@ -173,7 +178,7 @@ class _RunFailed(Exception):
         self.error_type = error_type
 
 
-def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Apply, test and probe. Returns (one result per listed test and probe, how many, submission CPU s)."""
     limits: Limits = request.limits
@@ -184,7 +189,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_p
     everything = [(group, node) for group, node in listed] + [("probe", f"probe:{p['id']}") for p in probes["probes"]]
     budget = Budget(limits)
     try:
-        results = _apply_test_and_probe(request, env_dir, sandbox, workspace, on_in_play, fail_fast, listed,
+        results = _apply_test_and_probe(request, env_dir, processes, workspace, on_in_play, fail_fast, listed,
                                         probes, budget)
     except _RunFailed as failed:
         first = {"id": everything[0][1], "passed": False, "input": everything[0][0], "expected": "passed",
@@ -195,13 +200,13 @@ def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_p
     return results, len(everything), budget.usage.cpu_s
 
 
-def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, workspace: Workspace,
+def _apply_test_and_probe(request, env_dir: str, processes: Processes, workspace: Workspace,
                           on_in_play: Callable[[], None], fail_fast: bool, listed: list[tuple[str, str]],
                           probes: dict[str, Any], budget: Budget) -> list[dict[str, Any]]:
     limits: Limits = request.limits
     hidden_root = Path(env_dir, "hidden")
     protected = {str(p.relative_to(hidden_root)) for p in hidden_root.rglob("*") if p.is_file()}
-    diff = channels.diff(request.submission, limits.tmpfs_mb << 20)
+    diff = parse_diff(request.submission, limits.tmpfs_mb << 20)
     if isinstance(diff, Fault):
         raise _RunFailed(diff.error_type, diff.message)
     files = diff.files
@@ -214,12 +219,12 @@ def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, workspace: Wo
     work = Path(workspace.applier)
     on_in_play()
     try:
-        meter = sandbox.watch()
-        apply = _spawn(sandbox, limits, "apply", [str(stage), str(work)], uid=sandbox.applier_uid)
+        meter = processes.watch()
+        apply = _spawn(processes, limits, "apply", [str(stage), str(work)], uid=processes.applier_uid)
         applied = apply.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
                              output_limit=limits.output_kb * 1024)
         apply.close()
-        sandbox.kill_all()
+        processes.kill_all()
         budget.spend(applied.usage)
         if applied.kind != "exited":
             raise _RunFailed(*failure(applied, "applying the patch", limits))
@@ -238,40 +243,40 @@ def _apply_test_and_probe(request, env_dir: str, sandbox: Sandbox, workspace: Wo
             raise _RunFailed("test_infra_tampering", problem)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    results = _run_tests(sandbox, limits, work / "repo", listed, budget)
+    results = _run_tests(processes, limits, work / "repo", listed, budget)
     if not fail_fast or all(r["passed"] for r in results):
-        results += _run_probes(sandbox, limits, work / "repo", probes, budget, fail_fast)
+        results += _run_probes(processes, limits, work / "repo", probes, budget, fail_fast)
     if fail_fast and not all(r["passed"] for r in results):
         results = results[: next(i for i, r in enumerate(results) if not r["passed"]) + 1]
     return results
 
 
-def _spawn(sandbox: Sandbox, limits: Limits, mode: str, args: list[str], *, uid: int | None = None,
+def _spawn(processes: Processes, limits: Limits, mode: str, args: list[str], *, uid: int | None = None,
            channel: tuple[int, int] | None = None, cwd: str = "/") -> Supervised:
-    argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", mode, str(limits.memory_mb),
+    argv = [sys.executable, "-I", "-B", "-m", WORKER, mode, str(limits.memory_mb),
             str(limits.nofile), str(math.ceil(limits.case_cpu_s) + 1), *args]
     pass_fds = (channel[1],) if channel else ()
     try:
-        proc = sandbox.spawn(argv, pass_fds=pass_fds, cwd=cwd, uid=uid)
+        proc = processes.spawn(argv, pass_fds=pass_fds, cwd=cwd, uid=uid)
     finally:
         if channel:
             os.close(channel[1])
-    return Supervised(sandbox, proc, channel_fd=channel[0] if channel else None)
+    return Supervised(processes, proc, channel_fd=channel[0] if channel else None)
 
 
-def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[str, str]],
+def _run_tests(processes: Processes, limits: Limits, repo: Path, listed: list[tuple[str, str]],
                budget: Budget) -> list[dict[str, Any]]:
     """pytest on the listed node ids as the submission's user, graded from the trusted plugin's report."""
     channel = os.pipe()
-    meter = sandbox.watch()
-    run = _spawn(sandbox, limits, "pytest", [str(repo), str(channel[1]), *(node for _, node in listed)],
+    meter = processes.watch()
+    run = _spawn(processes, limits, "pytest", [str(repo), str(channel[1]), *(node for _, node in listed)],
                  channel=channel, cwd=str(repo))
     try:
         outcome = run.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
                            output_limit=limits.output_kb * 1024)
     finally:
         run.close()
-        sandbox.kill_all()
+        processes.kill_all()
     budget.spend(outcome.usage)
     if outcome.kind != "exited":
         raise _RunFailed(*failure(outcome, "running the tests", limits))
@@ -299,7 +304,7 @@ def _run_tests(sandbox: Sandbox, limits: Limits, repo: Path, listed: list[tuple[
     return results
 
 
-def _run_probes(sandbox: Sandbox, limits: Limits, repo: Path, probes: dict[str, Any], budget: Budget,
+def _run_probes(processes: Processes, limits: Limits, repo: Path, probes: dict[str, Any], budget: Budget,
                 fail_fast: bool) -> list[dict[str, Any]]:
     """The hidden probes, evaluated by a worker that imports the patched repository; compared here."""
 
@@ -318,6 +323,6 @@ def _run_probes(sandbox: Sandbox, limits: Limits, repo: Path, probes: dict[str, 
     def fail(probe: dict, error_type: str, error: str, usage: Usage | None) -> dict[str, Any]:
         return result(probe, False, None, error_type, error, usage)
 
-    return run_calls(sandbox, limits, budget, ("probe", str(repo), str(repo)), {"setup": probes["setup"]},
+    return run_calls(processes, limits, budget, ("probe", str(repo), str(repo)), {"setup": probes["setup"]},
                      probes["probes"], lambda probe: {"expr": probe["expr"]}, judge_reply, fail, lambda: None,
                      fail_fast)

@@ -1,6 +1,6 @@
 """The in-sandbox side of a session: prepare the agent's workspace, and verify the state the agent left.
 
-``python3 -I -B -m deepgym_runner.session setup|verify``, as root (the container's three capabilities), with
+``python3 -I -B -m deepgym_runner.episode.verify setup|verify``, as root (the container's three capabilities), with
 one JSON request on stdin (:class:`SessionRequest`). Like the runner, it drops every other privilege first and
 writes its facts as protocol events on its own stdout (``in_play``, one ``report``, ``done``), which no
 process of the agent shares.
@@ -11,7 +11,7 @@ process of the agent shares.
 ``verify`` is one verification, in this order:
 
 1. **Quiescence.** Every process of the agent's uid (and of the verifier's, which should have none) is
-   stopped and killed (:meth:`Sandbox.kill_all`: SIGSTOP then SIGKILL through pidfds, then ``kill(-1)`` as
+   stopped and killed (:meth:`Processes.kill_all`: SIGSTOP then SIGKILL through pidfds, then ``kill(-1)`` as
    the uid, which a fork bomb cannot outrun), and the kill is *proved*: /proc is scanned twice, some time
    apart, and must show no live process of either uid both times. Killing, not a change of ownership, is
    what stops a process that holds an already-open file. If it cannot be proved there is no verdict.
@@ -20,8 +20,9 @@ process of the agent shares.
    as the agent's uid in its workspace, each with its stdin, a wall-clock limit and bounded output, and the
    uid is killed and proved quiet again after each, so nothing a probe leaves running survives into step 4.
 4. **The verifier** (``verify.py``, root-only in the image) is copied into a fresh folder of the verifier's
-   uid, mode 0700, and run there as that uid with ``{"workspace", "variant", "probes"}`` in a file beside it. It
-   reads the agent's files as data and never runs them; its one JSON line is the report. The folder is
+   uid, mode 0700, and run there as that uid by the one verifier harness (:mod:`harness`, which the desktop
+   supervisor uses too) with ``verify(workspace, variant, probes)`` as its call. It reads the agent's
+   files as data and never runs them; its one JSON line is the report (:func:`harness.verifier_report`). The folder is
    removed afterwards, so every verification starts from nothing the last one (or the agent) left.
 
 Attribution inside: a verifier that fails before it prints ``reading`` (it could not start or import) is
@@ -34,42 +35,26 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sys
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from ..confine.container import Container
+from ..confine.local import Local
+from ..confine.processes import Processes
+from ..confine.procfs import process_uid
+from ..protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line
 from . import services
-from .privileges import as_user, drop_privileges, make_dir, remove_dir
-from .protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line, finite_score
-from .sandbox import Sandbox, Supervised, process_uid
+from .harness import quiesce, run, run_verifier, verifier_report
 
 ENV_DIR = "/opt/deepgym/env"
 START_DIR = "/opt/deepgym/start"
 SCRATCH_ROOT = "/tmp"
-# Two scans this far apart must both show no live process of the agent's uid.
-QUIET_RECHECK_S = 0.05
 PROBE_OUTPUT_BYTES = 64 << 10
-VERIFIER_OUTPUT_BYTES = 1 << 20
-STDIN_BYTES = 60 << 10
 # The health check's slack beyond its services' own limits: starting python as the verifier's uid.
 HEALTH_GRACE_S = 10.0
-READING = "deepgym-verifier: reading"
-# The verifier's harness: import verify.py from its own folder, say when it starts reading, print one report.
-# It enters its folder itself: a process changes directory before it changes uid, and root may not enter the
-# verifier's folder (mode 0700, no CAP_DAC_OVERRIDE).
-HARNESS = ("import json, os, sys\n"
-           "os.chdir(sys.argv[1])\n"
-           "sys.path.insert(0, '.')\n"
-           "with open('request.json') as f:\n"
-           "    request = json.load(f)\n"
-           "import verify\n"
-           f"print({READING!r}, flush=True)\n"
-           "extra = {'services': request['services']} if 'services' in request else {}\n"
-           "report = verify.verify(request['workspace'], request['variant'], request['probes'], **extra)\n"
-           "print(json.dumps(report), flush=True)\n")
 
 
 @dataclass(frozen=True)
@@ -113,28 +98,14 @@ class SessionRequest:
         return None
 
 
-def quiesce(sandbox: Sandbox) -> str | None:
-    """Kill every process of the sandbox's uids and prove it; returns why it could not, or None."""
-    for _ in range(3):
-        sandbox.kill_all()
-        if not sandbox._alive():
-            time.sleep(QUIET_RECHECK_S)
-            if not sandbox._alive():
-                return None
-    return f"processes of uids {sorted(sandbox.uids)} were still alive after three kill sweeps: {sandbox._alive()}"
-
-
-def setup(request: SessionRequest) -> dict[str, Any]:
+def setup(request: SessionRequest, confinement: Container | Local) -> dict[str, Any]:
     """The agent's workspace, with the variant's starting files, owned by the agent."""
     start = os.path.join(request.start_dir, str(request.variant))
     if not os.path.isdir(start):
         return {"ok": False, "error_type": "verifier_error", "details": f"the image has no {start}"}
-    if request.unconfined:
-        os.mkdir(request.workspace, 0o755)
-        _copy(start, request.workspace)
-        return {"ok": True}
-    problem = make_dir(request.agent_uid, request.workspace, 0o755)
-    if problem is None and as_user(request.agent_uid, lambda: _copy(start, request.workspace), timeout_s=60) != 0:
+    problem = confinement.make_dir(request.agent_uid, request.workspace, 0o755)
+    if problem is None and confinement.as_user(request.agent_uid, lambda: _copy(start, request.workspace),
+                                               timeout_s=60) != 0:
         problem = f"the starting files {start} could not be copied into {request.workspace}"
     if problem is None and request.services:
         problem = services.start_supervisor(list(request.services), request.workspace)
@@ -149,41 +120,11 @@ def _copy(source: str, target: str) -> int:
     return 0
 
 
-def _run(sandbox: Sandbox, argv: list[str], *, uid: int, cwd: str, stdin: bytes, timeout_s: float,
-         keep: int) -> dict[str, Any]:
-    """Run ``argv`` as ``uid`` with ``stdin``, a wall-clock limit and at most ``keep`` bytes of stdout kept.
-
-    ``stdin`` (a probe's input, the environment's and small) fits in a pipe's buffer, so it is written and
-    closed before the process starts: it reads it to its end and never blocks the runner."""
-    if len(stdin) > STDIN_BYTES:
-        raise ValueError(f"stdin of {len(stdin)} bytes is more than a pipe holds ({STDIN_BYTES})")
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, stdin)
-        os.close(write_end)
-        proc = sandbox.spawn(argv, cwd=cwd, stdin=read_end, uid=uid)
-    finally:
-        os.close(read_end)
-    supervised = Supervised(sandbox, proc, keep_stdout=keep)
-    try:
-        outcome = supervised.wait(sandbox.watch(), for_line=False, cpu_limit_s=timeout_s, wall_limit_s=timeout_s,
-                                  output_limit=1 << 62)
-        return {"exit_code": outcome.exit_code, "timed_out": outcome.kind in ("cpu", "wall", "starved", "stalled"),
-                "stdout": supervised.text("stdout"), "stderr": supervised.text("stderr")[-2000:]}
-    finally:
-        supervised.close()
-        if not sandbox.confined:  # no uid to sweep: its session, which a setsid() of its own escapes
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-
-
-def verify(request: SessionRequest, emit) -> dict[str, Any]:
+def verify(request: SessionRequest, confinement: Container | Local, emit) -> dict[str, Any]:
     """One verification (see the module's docstring); returns the report."""
-    sandbox = Sandbox(not request.unconfined, uid=request.agent_uid, applier_uid=request.verifier_uid)
-    sandbox.homes = {request.agent_uid: request.workspace}
-    problem = quiesce(sandbox)
+    processes = Processes(confinement, uid=request.agent_uid, applier_uid=request.verifier_uid)
+    processes.homes = {request.agent_uid: request.workspace}
+    problem = quiesce(processes)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
     with open(os.path.join(request.env_dir, "session.json"), "rb") as f:
@@ -193,48 +134,35 @@ def verify(request: SessionRequest, emit) -> dict[str, Any]:
     emit(IN_PLAY)
     found = None
     if request.services:
-        found = check_services(sandbox, request)
+        found = check_services(processes, request)
         if "error_type" in found:
             return found
     probes = {}
     for probe in config.get("probes", {}).get(str(request.variant), []):
-        probes[probe["id"]] = _run(sandbox, list(probe["argv"]), uid=request.agent_uid, cwd=request.workspace,
+        probes[probe["id"]] = run(processes, list(probe["argv"]), uid=request.agent_uid, cwd=request.workspace,
                                    stdin=probe.get("stdin", "").encode(), keep=PROBE_OUTPUT_BYTES,
                                    timeout_s=float(probe.get("timeout_s", request.probe_timeout_s)))
-        problem = quiesce(sandbox)
+        problem = quiesce(processes)
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
     folder = os.path.join(request.scratch, f"deepgym-verifier-{request.nonce[:16]}")
-    if request.unconfined:
-        os.mkdir(folder, 0o700)
-        problem = None
-    else:
-        problem = make_dir(request.verifier_uid, folder, 0o700)
+    problem = confinement.make_dir(request.verifier_uid, folder, 0o700)
     if problem is not None:
         return _no_room(problem, request.scratch)
     try:
-        # The probes' output is the agent's and may be large: it goes in a file, not through a pipe.
-        given = json.dumps({"workspace": request.workspace, "variant": request.variant, "probes": probes,
-                            **({} if found is None else {"services": found})}).encode()
-        def write() -> int:
-            return _write(os.path.join(folder, "verify.py"), verifier) or _write(os.path.join(folder, "request.json"),
-                                                                               given)
-
-        if (write() if request.unconfined else as_user(request.verifier_uid, write)) != 0:
+        given = {"workspace": request.workspace, "variant": request.variant, "probes": probes,
+                 **({} if found is None else {"services": found})}
+        ran = run_verifier(processes, folder, verifier, given, ("workspace", "variant", "probes"),
+                           uid=request.verifier_uid, timeout_s=request.verify_timeout_s)
+        if ran is None:
             return _no_room("the verifier and its request could not be written to its folder", request.scratch)
-        sandbox.homes[request.verifier_uid] = folder
-        ran = _run(sandbox, [sys.executable, "-I", "-B", "-c", HARNESS, folder], uid=request.verifier_uid, cwd="/",
-                   stdin=b"", timeout_s=request.verify_timeout_s, keep=VERIFIER_OUTPUT_BYTES)
     finally:
-        quiesce(sandbox)
-        if request.unconfined:
-            shutil.rmtree(folder, ignore_errors=True)
-        else:
-            remove_dir(request.verifier_uid, folder)
-    return _with_services(_report(ran, request), found)
+        quiesce(processes)
+        confinement.remove_dir(request.verifier_uid, folder)
+    return _with_services(verifier_report(ran, request.verify_timeout_s), found)
 
 
-def check_services(sandbox: Sandbox, request: SessionRequest) -> dict[str, Any]:
+def check_services(processes: Processes, request: SessionRequest) -> dict[str, Any]:
     """Stop the supervisor, check every service, then kill them all and prove it (deepgym/runner/services.py).
 
     Returns what was found, ``{name: {"running", "state", "status", "body", "error", "log"}}``, or a report:
@@ -245,18 +173,18 @@ def check_services(sandbox: Sandbox, request: SessionRequest) -> dict[str, Any]:
         return {"error_type": "verifier_error", "details": problem}
     declared = list(request.services)
     uids = {services.service_uid(index): service["name"] for index, service in enumerate(declared)}
-    box = Sandbox(True, uid=min(uids), applier_uid=max(uids))
+    box = Processes(Container(), uid=min(uids), applier_uid=max(uids))
     box.uids = set(uids)
-    alive = {uids[uid] for uid in (process_uid(pid) for pid in box._alive()) if uid in uids}
+    alive = {uids[uid] for uid in (process_uid(pid) for pid in box.alive()) if uid in uids}
     limit = sum(float(service["check_timeout_s"]) for service in declared) + HEALTH_GRACE_S
     try:
-        ran = _run(sandbox, [sys.executable, "-I", "-B", "-m", "deepgym_runner.services", "health",
+        ran = run(processes, [sys.executable, "-I", "-B", "-m", services.__name__, "health",
                              json.dumps(declared)], uid=request.verifier_uid, cwd="/", stdin=b"", timeout_s=limit,
                    keep=PROBE_OUTPUT_BYTES)
     except OSError as exc:
         ran = {"spawn_error": str(exc)}
     finally:
-        problem = quiesce(box) or quiesce(sandbox)
+        problem = quiesce(box) or quiesce(processes)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
     if "spawn_error" in ran:
@@ -327,51 +255,15 @@ def _no_room(problem: str, scratch: str = SCRATCH_ROOT) -> dict[str, Any]:
     return {"error_type": "verifier_error", "details": problem}
 
 
-def _write(path: str, data: bytes) -> int:
-    with open(path, "wb") as f:
-        f.write(data)
-    return 0
-
-
-def _report(ran: dict[str, Any], request: SessionRequest) -> dict[str, Any]:
-    """The verifier's run as a report, attributed by whether it had started reading the agent's state."""
-    lines = ran["stdout"].splitlines()
-    reading = READING in lines
-    if ran["timed_out"]:
-        if not reading:
-            return {"error_type": "verifier_timeout",
-                    "details": f"the verifier did not start within {request.verify_timeout_s:g}s"}
-        return {"score": 0.0, "passed": False, "error_type": "solution_timeout",
-                "details": f"the verifier ran past {request.verify_timeout_s:g}s reading the agent's state"}
-    if not reading:
-        return {"error_type": "verifier_error",
-                "details": f"the verifier failed before it read anything: {ran['stderr'][-1500:]}"}
-    try:
-        report = json.loads(lines[-1])
-        score = finite_score(report.get("score"))
-    except (ValueError, IndexError, AttributeError):
-        report, score = None, None
-    if ran["exit_code"] != 0 or not isinstance(report, dict):
-        return {"score": 0.0, "passed": False, "error_type": "solution_error",
-                "details": f"the verifier failed on the agent's state: {ran['stderr'][-1500:]}"}
-    if score is None:
-        return {"error_type": "invalid_score", "details": f"the verifier's score {report.get('score')!r} is not "
-                                                          f"a finite number in [0, 1]"}
-    passed = bool(report.get("passed", score == 1.0))
-    error_type = None if passed else report.get("error_type", "wrong_answer")
-    return {"score": score, "passed": passed, "error_type": error_type,
-            "details": str(report.get("details", "")), "cases": list(report.get("cases", []))}
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv not in (["setup"], ["verify"]):
-        print("usage: python3 -m deepgym_runner.session setup|verify < request.json", file=sys.stderr)
+        print("usage: python3 -m deepgym_runner.episode.verify setup|verify < request.json", file=sys.stderr)
         return 2
     try:
         request = SessionRequest(**json.loads(sys.stdin.buffer.read()))
     except (ValueError, TypeError) as exc:
-        print(f"deepgym_runner.session: unreadable request: {exc}", file=sys.stderr)
+        print(f"deepgym_runner.episode.verify: unreadable request: {exc}", file=sys.stderr)
         return 2
 
     def emit(event: str, payload: dict | None = None) -> None:
@@ -379,13 +271,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        problem = request.problem() or (None if request.unconfined else drop_privileges())
+        confinement = Local() if request.unconfined else Container()
+        problem = request.problem() or confinement.drop_privileges()
         if problem is not None:
             report: dict[str, Any] = {"error_type": "verifier_error", "details": problem}
         elif argv == ["setup"]:
-            report = setup(request)
+            report = setup(request, confinement)
         else:
-            report = verify(request, emit)
+            report = verify(request, confinement, emit)
     except Exception:  # noqa: BLE001 - a failure of ours is never the agent's
         report = {"error_type": "verifier_error",
                   "details": "the session runner failed:\n" + traceback.format_exc(limit=8)}

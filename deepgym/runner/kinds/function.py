@@ -18,10 +18,14 @@ import math
 import os
 import sys
 
-from . import hidden_cases, wire
-from .channels import Fault, Reply, shown, worker_reply
-from .protocol import Limits
-from .sandbox import Budget, Meter, Outcome, Sandbox, Supervised, Usage, Workspace, failure
+from .. import wire
+from . import hidden_cases
+from ..channels import Fault, Reply, shown, worker_reply
+from ..protocol import Limits
+from ..confine.processes import WORKER, Meter, Processes
+from ..confine.supervise import Ending, Supervised, failure
+from ..confine.usage import Budget, Usage
+from ..confine.workspace import Workspace
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -53,20 +57,21 @@ def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
 
 class Worker:
     """One worker process (worker.py in ``function`` or ``probe`` mode; ``module`` row_tests for a row's trusted
-    tests, as ``uid``) and the pipes to it. A function worker of a sandbox with a worker zygote is forked by it
-    (:meth:`Sandbox.fork_worker`); every other one is a fresh interpreter."""
+    tests, as ``uid``) and the pipes to it. A function worker of processes with a worker zygote is forked by it
+    (:meth:`Processes.fork_worker`); every other one is a fresh interpreter."""
 
-    def __init__(self, sandbox: Sandbox, limits: Limits, mode: str, path: str, cwd: str = "/", *,
+    def __init__(self, processes: Processes, limits: Limits, mode: str, path: str, cwd: str = "/", *,
                  module: str = "worker", uid: int | None = None):
         req_r, req_w = os.pipe()
         reply_r, reply_w = os.pipe()
-        forked = sandbox.workers is not None and module == "worker" and mode == "function" and uid is None
+        forked = processes.workers is not None and module == "worker" and mode == "function" and uid is None
         args = [mode, str(limits.memory_mb), str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), path]
         try:
             if forked:
-                proc = sandbox.fork_worker([*args, "3", "4"], (req_r, reply_w), cwd)
+                proc = processes.fork_worker([*args, "3", "4"], (req_r, reply_w), cwd)
             else:
-                proc = sandbox.spawn([sys.executable, "-I", "-B", "-m", f"{__package__}.{module}", *args, str(req_r),
+                started = WORKER if module == "worker" else f"{__package__}.{module}"  # row_tests: a kind's own
+                proc = processes.spawn([sys.executable, "-I", "-B", "-m", started, *args, str(req_r),
                                       str(reply_w)], pass_fds=(req_r, reply_w), cwd=cwd, uid=uid)
         except BaseException:
             os.close(reply_r)
@@ -76,17 +81,17 @@ class Worker:
             os.close(req_r)
             os.close(reply_w)
         self._forked = proc if forked else None
-        self.process = Supervised(sandbox, proc, channel_fd=reply_r, requests_fd=req_w,
-                                  exit_fd=sandbox.workers.control.fileno() if forked else None)
+        self.process = Supervised(processes, proc, channel_fd=reply_r, requests_fd=req_w,
+                                  exit_fd=processes.workers.control.fileno() if forked else None)
 
-    def call(self, message: dict[str, Any] | None, limits: Limits, cpu_limit_s: float) -> Outcome:
+    def call(self, message: dict[str, Any] | None, limits: Limits, cpu_limit_s: float) -> Ending:
         """Send one request line (none when ``message`` is None) and wait for the next line under the case's
         limits."""
-        meter = self.process.sandbox.watch()
+        meter = self.process.processes.watch()
         send = b"" if message is None else wire.dumps(message).encode() + b"\n"
         return self.reply(meter, limits, cpu_limit_s, send)
 
-    def reply(self, meter: Meter, limits: Limits, cpu_limit_s: float, send: bytes = b"") -> Outcome:
+    def reply(self, meter: Meter, limits: Limits, cpu_limit_s: float, send: bytes = b"") -> Ending:
         """Send ``send`` (request lines), then wait for the next line under one case's limits, measured by
         ``meter``."""
         return self.process.wait(meter, for_line=True, cpu_limit_s=cpu_limit_s, wall_limit_s=limits.case_wall_s,
@@ -94,18 +99,18 @@ class Worker:
 
     def close(self) -> None:
         self.process.close()
-        if self._forked is not None:  # a spawned worker's pipes are the sandbox's to close (kill_all)
+        if self._forked is not None:  # a spawned worker's pipes are the Processes' to close (kill_all)
             self._forked.close()
 
 
-def _reply(outcome: Outcome, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
+def _reply(outcome: Ending, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
     """The reply to loading (``call_id`` None) or to a call, or the fault that there is none."""
     if outcome.kind != "line":
         return Fault(*failure(outcome, doing, limits))
     return worker_reply(outcome.line, call_id, limits.output_kb * 1024)
 
 
-def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tuple[str, str, str],
+def run_calls(processes: Processes, limits: Limits, budget: Budget, worker_args: tuple[str, str, str],
               hello: dict[str, Any], cases: list[dict[str, Any]], request_of: Callable[[dict], dict],
               judge_reply: Callable[[dict, Reply, Usage], dict], fail: Callable[[dict, str, str, Usage | None], dict],
               on_in_play: Callable[[], None], fail_fast: bool) -> list[dict[str, Any]]:
@@ -139,7 +144,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                 if not in_play:
                     on_in_play()
                     in_play = True
-                worker = Worker(sandbox, limits, *worker_args)
+                worker = Worker(processes, limits, *worker_args)
                 loaded = worker.call(hello, limits, cpu_limit)
                 budget.spend(loaded.usage)
                 ready = _reply(loaded, "loading the submission", None, limits)
@@ -153,7 +158,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
                 call_ids = {later: os.urandom(8).hex() for later in range(index, len(cases))}
                 send = b"".join(wire.dumps({"id": call_ids[later], **request_of(cases[later])}).encode() + b"\n"
                                 for later in call_ids)
-                meter = sandbox.watch()
+                meter = processes.watch()
             assert meter is not None
             outcome = worker.reply(meter, limits, cpu_limit, send)
             meter = meter.successor()
@@ -162,7 +167,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
             if isinstance(reply, Fault):
                 results.append(fail(case, reply.error_type, reply.message, outcome.usage))
                 worker.close()
-                sandbox.kill_all()
+                processes.kill_all()
                 worker = None
             else:
                 results.append(judge_reply(case, reply, outcome.usage))
@@ -174,7 +179,7 @@ def run_calls(sandbox: Sandbox, limits: Limits, budget: Budget, worker_args: tup
     return results
 
 
-def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every hidden case. Returns (case results, number of cases, submission CPU seconds)."""
     cases, check, tolerance = hidden_cases.load(env_dir, request.variant)
@@ -201,7 +206,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_p
                 "error_type": None if passed else "wrong_answer", "error": error}
 
     budget = Budget(request.limits)
-    results = run_calls(sandbox, request.limits, budget, ("function", workspace.scratch, "/"),
+    results = run_calls(processes, request.limits, budget, ("function", workspace.scratch, "/"),
                         {"code": request.submission, "entry_point": request.entry_point}, cases,
                         lambda case: {"args": case["args"]}, judge_reply, fail, on_in_play, fail_fast)
     return results, len(cases), budget.usage.cpu_s

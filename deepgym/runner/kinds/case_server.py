@@ -23,12 +23,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from . import fdpass
-from .channels import Fault
-from .forked import hand_off
+from ..confine import fdpass
+from ..channels import Fault
+from ..confine.forked import hand_off
 from .program import case_result
-from .protocol import Limits
-from .sandbox import Budget, Outcome, Sandbox, Supervised
+from ..protocol import Limits
+from ..confine.processes import ZYGOTE, Processes
+from ..confine.supervise import Ending, Supervised
+from ..confine.usage import Budget
 
 
 class ZygoteFailed(RuntimeError):
@@ -38,19 +40,19 @@ class ZygoteFailed(RuntimeError):
 class CaseServer:
     """A sample's zygote for the program at ``script`` (the staged file), started on first use. Close it."""
 
-    def __init__(self, sandbox: Sandbox, limits: Limits, script: Path, preload: tuple[str, ...]):
-        self.sandbox, self.limits, self.script, self.preload = sandbox, limits, script, preload
+    def __init__(self, processes: Processes, limits: Limits, script: Path, preload: tuple[str, ...]):
+        self.processes, self.limits, self.script, self.preload = processes, limits, script, preload
         self._zygote: subprocess.Popen[bytes] | None = None
         self._control: fdpass.Socket | None = None
 
     def _start(self) -> None:
         control, theirs = fdpass.socketpair()
         limits = self.limits
-        argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.zygote", str(limits.memory_mb), str(limits.nofile),
+        argv = [sys.executable, "-I", "-B", "-m", ZYGOTE, str(limits.memory_mb), str(limits.nofile),
                 str(math.ceil(limits.total_cpu_s) + 1), str(self.script), str(theirs.fileno()), ",".join(self.preload),
-                "1" if self.sandbox.confined else "0"]
+                "1" if self.processes.confinement.switches_uid else "0"]
         try:
-            self._zygote = self.sandbox.spawn(argv, pass_fds=(theirs.fileno(),), cwd=str(self.script.parent))
+            self._zygote = self.processes.spawn(argv, pass_fds=(theirs.fileno(),), cwd=str(self.script.parent))
         except BaseException:
             control.close()
             raise
@@ -80,7 +82,7 @@ class CaseServer:
         limits = budget.limits
         cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
         output_limit = limits.output_kb * 1024
-        meter = self.sandbox.watch()  # before the zygote starts: the first case pays for its start
+        meter = self.processes.watch()  # before the zygote starts: the first case pays for its start
         if self._zygote is None:
             self._start()
         assert self._zygote is not None and self._control is not None
@@ -94,7 +96,7 @@ class CaseServer:
         # The submission may have killed the zygote: the case then ends as a program that closed its channel.
         child = hand_off(self._control, json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode(), stdin,
                          zygote_may_be_gone=True)
-        process = Supervised(self.sandbox, child, keep_stdout=output_limit, exit_fd=self._control.fileno())
+        process = Supervised(self.processes, child, keep_stdout=output_limit, exit_fd=self._control.fileno())
         try:
             outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
                                    output_limit=output_limit)
@@ -106,11 +108,11 @@ class CaseServer:
         budget.spend(outcome.usage)
         return case_result(outcome, process, limits, compare, result)
 
-    def _clean(self, outcome: Outcome) -> bool:
+    def _clean(self, outcome: Ending) -> bool:
         """Whether the zygote may serve the next case: the child exited, the zygote said so, and nothing else
         of the submission's is alive."""
         return outcome.kind == "exited" and outcome.exit_code is not None and self._zygote is not None \
-            and self._zygote.poll() is None and not self.sandbox.others_alive(self._zygote.pid)
+            and self._zygote.poll() is None and not self.processes.others_alive(self._zygote.pid)
 
     def close(self) -> None:
         """Stop the zygote and everything of the submission's (the next case, if any, starts a new one)."""
@@ -118,7 +120,7 @@ class CaseServer:
             self._control.close()
             self._control = None
         self._zygote = None
-        self.sandbox.kill_all()
+        self.processes.kill_all()
 
 
 def _write_all(fd: int, data: bytes) -> None:

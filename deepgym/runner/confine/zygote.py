@@ -10,7 +10,7 @@ directory, environment and descriptors.
 **A program's case server**, below, is one interpreter per sample, as the submission's user, that forks a
 fresh child for each case.
 
-``python3 -m deepgym_runner.zygote MEMORY_MB NOFILE CPU_S PATH CONTROL_FD PRELOAD SWEEP``
+``python3 -m deepgym_runner.confine.zygote MEMORY_MB NOFILE CPU_S PATH CONTROL_FD PRELOAD SWEEP``
 
 Started by the runner as the submission's user, with the limits every worker gets (:func:`worker.confine`). At
 start it imports the standard-library modules named in ``PRELOAD`` (comma-separated; the imports of the row
@@ -49,7 +49,8 @@ import resource
 import sys
 import types
 
-from . import fdpass, wire, worker
+from .. import wire
+from . import fdpass, worker
 from .worker import confine
 
 TYPE_CHECKING = False
@@ -202,7 +203,7 @@ def serve(control: fdpass.Socket, libc: ctypes.CDLL, path: str, code: types.Code
 # ------------------------------------------------------------------------------------------------ the worker zygote
 
 def _worker_child(request: dict, fds: list[int]) -> None:
-    """In a child of the worker zygote: become the worker process a fresh ``python3 -m deepgym_runner.worker``
+    """In a child of the worker zygote: become the worker process a fresh ``python3 -m deepgym_runner.confine.worker``
     would be, then run it. ``fds`` are its stdin, stdout, stderr, requests and replies (3 and 4 in its argv)."""
     status = 125
     try:

@@ -1,7 +1,7 @@
 """A function environment's hidden cases: computed by its ``cases.py`` once per variant when the image is built,
 and read back by the runner, so that no sample pays for the oracle again.
 
-``python3 -I -B -m deepgym_runner.hidden_cases ENV_DIR MANIFEST`` (a step of every function environment's
+``python3 -I -B -m deepgym_runner.kinds.hidden_cases ENV_DIR MANIFEST`` (a step of every function environment's
 Dockerfile, as root, before the folder is made root-only) writes one file ``ENV_DIR/cases-V.json`` per variant
 V (the manifest's ``variants``; a sample reads only its own): the cases, and whether ``cases.py`` has a ``check``
 and a ``FLOAT_TOLERANCE``. At run time :func:`load` takes a variant's cases from there and imports ``cases.py``
@@ -21,7 +21,7 @@ import os
 import sys
 from types import ModuleType
 
-from . import wire
+from .. import wire
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def bake(env_dir: str, variants: int) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python3 -m deepgym_runner.hidden_cases ENV_DIR MANIFEST", file=sys.stderr)
+        print("usage: python3 -m deepgym_runner.kinds.hidden_cases ENV_DIR MANIFEST", file=sys.stderr)
         return 2
     env_dir, manifest = argv
     with open(manifest, encoding="utf-8") as f:

@@ -16,12 +16,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from .channels import Fault, head, plain, program_output, source
-from .protocol import Limits
-from .sandbox import Budget, Outcome, Sandbox, Supervised, Workspace, failure
+from ..channels import Fault, head, plain, program_output, source
+from ..protocol import Limits
+from ..confine.processes import WORKER, Processes
+from ..confine.supervise import Ending, Supervised, failure
+from ..confine.usage import Budget
+from ..confine.workspace import Workspace
 
 
-def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every test file. Returns (case results, number of cases, submission CPU seconds)."""
     limits: Limits = request.limits
@@ -47,7 +50,7 @@ def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_p
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                results.append(run_case(sandbox, budget, script, case_in,
+                results.append(run_case(processes, budget, script, case_in,
                                         lambda actual, want=expected: program_output(want, actual, tolerance), result))
             if fail_fast and not results[-1]["passed"]:
                 break
@@ -70,29 +73,29 @@ def stage(submission: str, workspace: Workspace, limits: Limits) -> Path | Fault
     return script
 
 
-def run_case(sandbox: Sandbox, budget: Budget, script: Path, case_in: Path,
+def run_case(processes: Processes, budget: Budget, script: Path, case_in: Path,
              compare: Callable[[bytes], Fault | None], result: dict[str, Any]) -> dict[str, Any]:
     """Run the program on the file ``case_in`` as its stdin; ``compare`` judges its output (None: right)."""
     limits = budget.limits
     cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
-    argv = [sys.executable, "-I", "-B", "-m", f"{__package__}.worker", "script", str(limits.memory_mb),
+    argv = [sys.executable, "-I", "-B", "-m", WORKER, "script", str(limits.memory_mb),
             str(limits.nofile), str(math.ceil(cpu_limit) + 1), str(script)]
     output_limit = limits.output_kb * 1024
-    meter = sandbox.watch()
+    meter = processes.watch()
     with open(case_in, "rb") as stdin:
-        proc = sandbox.spawn(argv, stdin=stdin.fileno(), cwd=str(script.parent))
-    process = Supervised(sandbox, proc, keep_stdout=output_limit)
+        proc = processes.spawn(argv, stdin=stdin.fileno(), cwd=str(script.parent))
+    process = Supervised(processes, proc, keep_stdout=output_limit)
     try:
         outcome = process.wait(meter, for_line=False, cpu_limit_s=cpu_limit, wall_limit_s=limits.case_wall_s,
                                output_limit=output_limit)
     finally:
         process.close()
-        sandbox.kill_all()
+        processes.kill_all()
     budget.spend(outcome.usage)
     return case_result(outcome, process, limits, compare, result)
 
 
-def case_result(outcome: Outcome, process: Supervised, limits: Limits, compare: Callable[[bytes], Fault | None],
+def case_result(outcome: Ending, process: Supervised, limits: Limits, compare: Callable[[bytes], Fault | None],
                 result: dict[str, Any]) -> dict[str, Any]:
     """A case's result from how its program ended and what it wrote: a failure unless it exited with status 0
     and ``compare`` accepts its output."""

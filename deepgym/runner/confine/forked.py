@@ -3,17 +3,21 @@ task's workers.
 
 The worker zygote (:class:`Workers`) is forked from the runner before it reads a request (from warm mode's
 server before the first), so it holds nothing of any sample's; it forks each worker, which switches to the
-request's uid and runs :mod:`worker` as a fresh ``python3 -m deepgym_runner.worker`` would, minus the
+request's uid and runs :mod:`worker` as a fresh ``python3 -m deepgym_runner.confine.worker`` would, minus the
 interpreter's start and imports. The worker's limits, its uid, its session, the kill sweep and the quiescence
-checks are the runner's, exactly as for a spawned worker (:class:`Sandbox`).
+checks are the runner's, exactly as for a spawned worker (:class:`processes.Processes`).
 """
 
 from __future__ import annotations
 
 import os
 
-from . import fdpass, wire
-from .sandbox import KILL_WAIT_S
+from .. import wire
+from . import fdpass
+
+# Seconds a kill keeps sweeping before it gives up on processes that will not die (zombies nobody reaps), and
+# that a zygote gets to report the end of a child that was killed.
+KILL_WAIT_S = 2.0
 
 
 class Forked:
@@ -56,7 +60,7 @@ class Forked:
 class Workers:
     """The runner's handle on its worker zygote (:func:`zygote.start_workers`): a pristine process that forks
     each function task's worker instead of the runner exec'ing a fresh interpreter for it. ``pid`` is runner
-    side (:class:`Sandbox` never charges its CPU to a submission, nor counts it as someone else's)."""
+    side (:class:`processes.Processes` never charges its CPU to a submission, nor counts it as someone else's)."""
 
     def __init__(self) -> None:
         from .zygote import start_workers

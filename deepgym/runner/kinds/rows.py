@@ -27,13 +27,17 @@ import secrets
 import shutil
 from typing import Any, Callable
 
+from ..channels import Fault, Reply, head, plain, shown, worker_reply
+from ..confine.processes import Processes as Sandbox  # the old names, until the dataset-row fixes have merged
+from ..confine.supervise import Ending as Outcome
+from ..confine.supervise import failure
+from ..confine.usage import BrokenTests, Budget, Usage
+from ..confine.workspace import Workspace
+from ..literal import INVALID, decode, encode
+from ..protocol import Limits
 from . import program
-from .channels import Fault, Reply, head, plain, shown, worker_reply
 from .case_server import CaseServer
 from .function import Worker, run_calls
-from .literal import INVALID, decode, encode
-from .protocol import Limits
-from .sandbox import BrokenTests, Budget, Outcome, Sandbox, Usage, Workspace, failure
 
 # verl 0.9.1 prime_code/testing_util.py, run_test: the header before every stdin and call-based solution.
 PRELUDE_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",

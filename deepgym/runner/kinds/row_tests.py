@@ -24,8 +24,8 @@ import os
 import sys
 from typing import Any, Callable
 
-from . import literal
-from .worker import confine, describe
+from .. import literal
+from ..confine.worker import confine, describe
 
 # Exceptions a submission's call may raise into the tests by name; the rest (SystemExit, KeyboardInterrupt,
 # GeneratorExit, classes of its own) arrive as RuntimeError, so the tests' ``except Exception`` sees them as

@@ -1,6 +1,6 @@
 """The ``computer`` action set of desktop environments: the one place its fields, ranges and key names are
 checked, by the host before an action is sent and by the desktop image's supervisor again before it reaches
-the action daemon (standard library only: the base image carries this module as ``deepgym_runner.computer``).
+the action daemon (standard library only: the base image carries this module as ``deepgym_runner.episode.computer``).
 
 An action is a JSON object with ``action_type`` and the fields that type takes:
 

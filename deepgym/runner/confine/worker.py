@@ -1,6 +1,6 @@
 """The untrusted side of every task. Runs as an unprivileged user, never as the runner.
 
-``python3 -m deepgym_runner.worker MODE MEMORY_MB NOFILE CPU_S ARGS...``, or :func:`main` with those arguments in a
+``python3 -m deepgym_runner.confine.worker MODE MEMORY_MB NOFILE CPU_S ARGS...``, or :func:`main` with those arguments in a
 child of the worker zygote (:mod:`zygote`), which is how a confined runner starts its ``function`` workers.
 
 Before anything untrusted runs, the process lowers its own limits (soft = hard, so they cannot be raised
@@ -29,7 +29,7 @@ import resource
 import sys
 import types
 
-from . import wire
+from .. import wire
 
 TYPE_CHECKING = False  # typing is not imported at start-up: a worker starts once per sample at least
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def load_solution(scratch_root: str) -> Callable[[dict], Callable[[dict], Any]]:
                 raise NameError(f"the submission does not define a function named {name!r}")
         if not hello.get("literal"):
             return lambda request: entries[names[0]](*request["args"])
-        from . import literal
+        from .. import literal
 
         def call(request: dict) -> Any:
             kwargs = literal.decode(request["kwargs"]) if request.get("kwargs") is not None else {}

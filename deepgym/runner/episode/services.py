@@ -209,10 +209,11 @@ class Supervisor:
 
     def _stop(self, name: str) -> None:
         """Kill every process of the service's uid (what it forked included) and reap it."""
-        from .sandbox import Sandbox
+        from ..confine.container import Container
+        from ..confine.processes import Processes
 
         uid = service_uid(self.services[name][0])
-        box = Sandbox(True, uid=uid, applier_uid=uid)
+        box = Processes(Container(), uid=uid, applier_uid=uid)
         box.kill_all()
         proc = self.procs.pop(name, None)
         if proc is not None:
@@ -298,7 +299,7 @@ def stop_supervisor() -> str | None:
         if _start_time(pid) != started or os.stat(f"/proc/{pid}").st_uid != 0:
             return None  # it exited and its pid was reused
         signal.pidfd_send_signal(pidfd, signal.SIGTERM)
-        from .privileges import await_exits
+        from ..confine.privileges import await_exits
 
         if not await_exits([pidfd], STOP_WAIT_S):
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)

@@ -1,4 +1,6 @@
-"""From hidden-test results to the runner's report: scoring, the error type, the details line.
+"""One request in, events out: the whole life of a one-shot runner (``python3 -m deepgym_runner``), and of each
+child of warm mode's server (:mod:`serve`). The image is checked, privileges dropped, the request's kind judged
+under a heartbeat, and the results scored into the report.
 
 A report is either ``{"outcome": "scored", "score", "passed", "error_type", "details", "cases", "cases_total",
 "timings"}`` or ``{"outcome": "no_verdict", "error_type", "reason"}``. The host validates it again
@@ -12,24 +14,78 @@ cases passed and runs them all. Partial credit is denser but rewards hard-coding
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 import threading
 import time
 
-from .protocol import HEARTBEAT, HEARTBEAT_S, IN_PLAY, SCORINGS, Request
-from .sandbox import BrokenTests, HostOverloaded, RunnerStalled, Sandbox, Workspace
+from .confine.container import Container
+from .confine.processes import Processes
+from .confine.usage import BrokenTests, HostOverloaded, RunnerStalled
+from .confine.workspace import Workspace
+from .protocol import DONE, HEARTBEAT, HEARTBEAT_S, IN_PLAY, REPORT, REQUIRED_FILES, SCORINGS, STARTED, Request, event_line
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    from .forked import WorkerConnection
+    from .confine.forked import WorkerConnection
+    from .confine.local import Local
 
     Emit = Callable[[str, dict[str, Any] | None], None]
 
-# Each kind's module, whose ``judge(request, env_dir, sandbox, workspace, on_in_play, fail_fast)`` returns (case
+# Each kind's module, whose ``judge(request, env_dir, processes, workspace, on_in_play, fail_fast)`` returns (case
 # results, number of cases, submission CPU seconds). Imported for the kind at hand only: a function task's
 # runner never pays for the program, patch and row judges' imports.
-JUDGES = {"function": ".function", "program": ".program", "patch": ".patch", "row": ".rows"}
+JUDGES = {"function": ".kinds.function", "program": ".kinds.program", "patch": ".kinds.patch", "row": ".kinds.rows"}
+
+
+def environment_problem(env_dir: str, kind: str, confinement: Container | Local) -> str | None:
+    """Why this image cannot judge fairly, or None. Shipped self-check: a misbuilt image (hidden tests the
+    submission could read, a runner that is not root) gives no verdict, never a score."""
+    if not os.path.isdir(env_dir):
+        return f"the hidden tests directory {env_dir} does not exist"
+    for required in REQUIRED_FILES.get(kind, ()):
+        if not os.path.exists(os.path.join(env_dir, required)):
+            return f"the hidden tests directory {env_dir} has no {required} (needed by {kind} tasks)"
+    return confinement.image_problem(env_dir)
+
+
+def judge_request(raw: bytes, env_dir: str, scratch_root: str, confinement: Container | Local,
+                  workers: WorkerConnection | None = None) -> int:
+    """Judge the request ``raw`` and write its events on stdout. Returns the exit status. ``confinement``:
+    :class:`Container`, or the host's local mode (:class:`local.Local`); ``workers``: the connection to a
+    worker zygote started before ``raw`` was read (:class:`forked.Workers`), which then forks the workers."""
+    try:
+        request = Request.from_json(raw)
+    except Exception as exc:  # noqa: BLE001 - anything unreadable is the host's problem, reported on stderr
+        print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
+        return 2
+
+    writing = threading.Lock()  # the heartbeat thread writes events too: one whole line at a time
+
+    def emit(event: str, payload: dict | None = None) -> None:
+        with writing:
+            sys.stdout.write(event_line(request.nonce, event, payload))
+            sys.stdout.flush()
+
+    heartbeat = Heartbeat(emit)
+    try:
+        problem = environment_problem(env_dir, request.kind, confinement) or confinement.drop_privileges()
+        if problem is None:
+            problem = request.problem(confinement.runner_uid(), scratch_root)
+        if problem is not None:
+            report = no_verdict("verifier_error", problem)
+        else:
+            emit(STARTED)
+            report = run(request, env_dir, confinement, scratch_root, emit, heartbeat, workers)
+    except Exception:  # noqa: BLE001 - the runner's own failure is never the submission's
+        import traceback
+
+        report = no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
+    emit(REPORT, {"report": report})
+    emit(DONE, heartbeat.facts())
+    return 0
 
 
 def no_verdict(error_type: str, reason: str) -> dict[str, Any]:
@@ -45,7 +101,7 @@ class Heartbeat:
     runner starts; it beats from :meth:`watch` on, and :meth:`facts` also gives the ``done`` event's payload."""
 
     def __init__(self, emit: Emit, interval_s: float = HEARTBEAT_S):
-        self._sandbox: Sandbox | None = None
+        self._processes: Processes | None = None
         self._emit = emit
         self._interval_s = interval_s
         self._started = time.monotonic()
@@ -54,14 +110,14 @@ class Heartbeat:
 
     def facts(self) -> dict[str, Any]:
         """The runner's facts now (see :mod:`protocol`): a heartbeat's payload, and the ``done`` event's."""
-        sandbox = {"submission_cpu_s": 0.0, "oom_kills": None, "cpu_stall_s": None} if self._sandbox is None \
-            else self._sandbox.facts()
+        submission = {"submission_cpu_s": 0.0, "oom_kills": None, "cpu_stall_s": None} if self._processes is None \
+            else self._processes.facts()
         return {"wall_s": round(time.monotonic() - self._started, 3), "runner_cpu_s": round(time.process_time(), 3),
-                **sandbox}
+                **submission}
 
-    def watch(self, sandbox: Sandbox) -> Heartbeat:
-        """Measure ``sandbox``; use as a context manager that beats while it is open."""
-        self._sandbox = sandbox
+    def watch(self, processes: Processes) -> Heartbeat:
+        """Measure ``processes``; use as a context manager that beats while it is open."""
+        self._processes = processes
         return self
 
     def __enter__(self) -> Heartbeat:
@@ -79,7 +135,7 @@ class Heartbeat:
                 return
 
 
-def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit: Emit,
+def run(request: Request, env_dir: str, confinement: Container | Local, scratch_root: str, emit: Emit,
         heartbeat: Heartbeat, workers: WorkerConnection | None = None) -> dict[str, Any]:
     """Judge one submission and return the report, with ``heartbeat`` beating while it judges. The
     submission runs as ``request.uid`` in its own scratch folder under ``scratch_root``; its function workers
@@ -88,16 +144,16 @@ def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit:
         return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
-    sandbox = Sandbox(confined, request.uid, request.applier, workers)
-    sandbox.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
-    workspace = Workspace.create(sandbox, request.scratch, scratch_root, applier=request.kind == "patch")
+    processes = Processes(confinement, request.uid, request.applier, workers)
+    processes.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
+    workspace = Workspace.create(processes, request.scratch, scratch_root, applier=request.kind == "patch")
     if isinstance(workspace, str):
         return no_verdict("verifier_error", f"the request's scratch directory: {workspace}")
     started = time.monotonic()
-    with heartbeat.watch(sandbox):  # until the sandbox is cleared: a kill that hangs is the runner's too
+    with heartbeat.watch(processes):  # until the processes are cleared: a kill that hangs is the runner's too
         try:
             kind = importlib.import_module(JUDGES[request.kind], __package__)
-            cases, total, cpu_s = kind.judge(request, env_dir, sandbox, workspace, lambda: emit(IN_PLAY, None),
+            cases, total, cpu_s = kind.judge(request, env_dir, processes, workspace, lambda: emit(IN_PLAY, None),
                                              fail_fast=request.scoring == "all_or_nothing")
         except HostOverloaded as exc:
             return no_verdict("host_overloaded", str(exc))
@@ -106,8 +162,8 @@ def run(request: Request, env_dir: str, confined: bool, scratch_root: str, emit:
         except BrokenTests as exc:
             return no_verdict("verifier_error", str(exc))
         finally:
-            sandbox.kill_all()
-            workspace.remove(sandbox)
+            processes.kill_all()
+            workspace.remove(processes)
     if total == 0:
         return no_verdict("verifier_error", "the hidden tests define no cases")
     timings = {"runner_s": round(time.monotonic() - started, 4), "submission_cpu_s": round(cpu_s, 4)}
