@@ -28,6 +28,7 @@ from .admission import Admission, AdmissionCancelled
 from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
 
 from .images import HASH_LABEL, content_hash, hash_status, image_name
+from .registration import registered_name
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError
 from .sandbox.base import IMAGE_RUNNER
@@ -82,6 +83,8 @@ class Images:
 
     def resolve(self, provider: Provider, env: Environment) -> tuple[str, str]:
         """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable."""
+        if provider.registers_images:
+            return self._registered(provider, env)
         ref = self.ref(env)
         with self._lock:
             known = self._resolved.get(ref)
@@ -90,10 +93,6 @@ class Images:
         try:
             image = provider.image(ref)
         except ImageMissing:
-            from .registration import REGISTERING_PROVIDERS
-
-            if provider.name in REGISTERING_PROVIDERS:  # its own message names the fix: `images register`
-                raise
             fix = f"pull it with `docker pull {ref}`" if env.id in self.pinned else \
                 f"build it with `deepgym images build {env.id}`"
             raise ImageMissing(f"{ref} is not on the engine; {fix}") from None
@@ -111,9 +110,29 @@ class Images:
             self._resolved[ref] = (image.id, status)
         return image.id, status
 
+    def _registered(self, provider: Provider, env: Environment) -> tuple[str, str]:
+        """(image id, status) of ``env``'s image as registered with ``provider`` under its content-hash name
+        (:func:`deepgym.registration.registered_name`): current by construction, since the name changes
+        with the environment's files."""
+        name = registered_name(env.id)
+        with self._lock:
+            known = self._resolved.get(name)
+        if known is not None:
+            return known
+        try:
+            image = provider.image(name)
+        except ImageMissing as exc:
+            raise ImageMissing(f"{exc.reason}; {env.id}'s current files need it registered: `deepgym images push "
+                               f"--registry R {env.id}` then `deepgym images register {provider.name} {env.id}`"
+                               ) from None
+        with self._lock:
+            self._resolved[name] = (image.id, "current")
+        return image.id, "current"
+
     def forget(self, env: Environment) -> None:
         with self._lock:
             self._resolved.pop(self.ref(env), None)
+            self._resolved.pop(registered_name(env.id), None)
 
 
 def runner_exit(result: ExecResult) -> int | None:

@@ -15,52 +15,17 @@ manifest, never a tag.
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ConfigurationError
 from .images import BASE, content_hash
 from .pushed import DEFAULT_MANIFEST, read_manifest
+from .sandbox.base import Registered, Resources
 
 REGISTERING_PROVIDERS = ("daytona", "e2b", "modal")
-_IMAGE_NAME = re.compile(r"(?:.*/)?deepgym-(?P<env>[A-Za-z0-9_.-]+?)(?::[^/@:]+)?(?:@sha256:[0-9a-f]{64})?")
-
-
-def environment_of(ref: str) -> str:
-    """The environment (or ``base``) an image reference of deepgym's names: ``[registry/]deepgym-<env>:<tag>``."""
-    found = _IMAGE_NAME.fullmatch(ref)
-    if found is None:
-        raise ConfigurationError(f"{ref!r} is not a deepgym image name ([registry/]deepgym-<environment>:<tag>)")
-    return found["env"]
-
-
 def registered_name(env_id: str) -> str:
     """The provider-side name of ``env_id``'s image: its content hash makes it unique and idempotent."""
     return f"deepgym-{env_id.replace('_', '-')}-{content_hash(env_id)}"
-
-
-@dataclass(frozen=True)
-class Registered:
-    """What registering one image did, for ``images register`` to tell the user: made it (``created``), found it
-    made and usable, or made it again in place of an unusable one (``replaced`` says what was wrong with it)."""
-
-    created: bool
-    replaced: str = ""
-
-    def __str__(self) -> str:
-        if self.replaced:
-            return f"registered again (the one found {self.replaced})"
-        return "registered" if self.created else "already registered"
-
-
-@dataclass(frozen=True)
-class Resources:
-    """What a registered image asks of the provider per sandbox, in the provider's coarse units."""
-
-    cpus: int
-    memory_gib: int
-    disk_gib: int = 3
 
 
 def resources_for(env_id: str) -> Resources:

@@ -215,7 +215,7 @@ def test_the_datasets_command_writes_parquet(tmp_path, capsys):
 def test_what_a_submission_raises_means_the_same_in_the_trusted_tests():
     """Exceptions that end an iteration, or that would stop the tests' process, arrive as RuntimeError; a
     builtin that needs more than a message arrives as its nearest ancestor that takes one."""
-    from deepgym.runner.row_tests import raised
+    from deepgym.runner.kinds.row_tests import raised
 
     for name in ("StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit",
                  "BaseException", "MyOwnError", "", "__import__"):

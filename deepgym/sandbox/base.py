@@ -197,6 +197,29 @@ class Image:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Registered:
+    """What registering one image did, for ``images register`` to tell the user: made it (``created``), found it
+    made and usable, or made it again in place of an unusable one (``replaced`` says what was wrong with it)."""
+
+    created: bool
+    replaced: str = ""
+
+    def __str__(self) -> str:
+        if self.replaced:
+            return f"registered again (the one found {self.replaced})"
+        return "registered" if self.created else "already registered"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What a registered image asks of the provider per sandbox, in the provider's coarse units."""
+
+    cpus: int
+    memory_gib: int
+    disk_gib: int = 3
+
+
 class EpisodeRunner:
     """How a provider's sandboxes run a shell episode (:mod:`deepgym.session.shell`): a capability every
     provider supplies (:meth:`Provider.episode_runner`), so that episodes never ask which provider they are on.
@@ -255,6 +278,9 @@ class Provider(ABC):
     process_isolation: ClassVar[bool] = False
     """Whether a sample may ask for ``isolation="process"`` here: the provider has warm sandboxes
     (:meth:`warm_pool`), or isolates nothing either way."""
+    registers_images: ClassVar[bool] = False
+    """Whether sandboxes start from images registered with the provider under deepgym's content-hash names
+    (``deepgym images register``): :meth:`image` is then given that name, never an image reference."""
     host_image: ClassVar[str | None] = None
     """The image a spec names when this provider runs the host's own files instead of an environment's image
     (no image is resolved then); None for a provider that starts images."""

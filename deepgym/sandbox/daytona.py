@@ -32,9 +32,8 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..registration import Registered
-from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
-                   StartFailure)
+from .base import (Image, ImageMissing, Provider, ProviderUnavailable, Registered, SandboxError, SandboxLost,
+                   SandboxSpec, StartFailure)
 from .quota import AccountLimits
 from .remote import Remote, RemoteSandbox, create_sandbox
 
@@ -128,6 +127,7 @@ class DaytonaProvider(Provider):
     """Sandboxes from registered snapshots on the Daytona account the settings name."""
 
     name = "daytona"
+    registers_images = True
     admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, api_key: str | None = None, api_url: str | None = None,
@@ -164,29 +164,22 @@ class DaytonaProvider(Provider):
             return self._client
 
     def image(self, ref: str) -> Image:
-        """The registered snapshot of the environment ``ref`` names; its name carries the content hash."""
-        from ..images import HASH_LABEL, content_hash
-        from ..registration import environment_of, registered_name
-
-        env = environment_of(ref)
-        name = registered_name(env)
+        """The registered snapshot named ``ref`` (:attr:`registers_images`), when it is active."""
         client = self.client()
         try:
             with translate_errors(self.sdk, "image"):
-                snapshot = client.snapshot.get(name)
+                snapshot = client.snapshot.get(ref)
         except ImageMissing:
-            raise ImageMissing(f"Daytona has no snapshot {name} for {env}'s current files; register it: "
-                               f"`deepgym images push --registry R {env}` then `deepgym images register daytona "
-                               f"{env}`") from None
+            raise ImageMissing(f"Daytona has no snapshot {ref}") from None
         state = _state(snapshot)
         if state in FAILED_STATES:
             reason = snapshot.error_reason or "no reason given"
-            raise ImageMissing(f"Daytona snapshot {name} is in state {state} ({reason}); fix the cause, then "
-                               f"`deepgym images register daytona {env}` makes it again")
+            raise ImageMissing(f"Daytona snapshot {ref} is in state {state} ({reason}); fix the cause, then "
+                               "registering it again makes it again")
         if state != "active":
-            raise ImageMissing(f"Daytona snapshot {name} is {state}, not active; activate it in Daytona, or wait "
+            raise ImageMissing(f"Daytona snapshot {ref} is {state}, not active; activate it in Daytona, or wait "
                                "until it is made")
-        return Image(id=name, labels={HASH_LABEL: content_hash(env)})
+        return Image(id=ref)
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         client = self.client()

@@ -27,9 +27,8 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..registration import Registered
-from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
-                   StartFailure)
+from .base import (Image, ImageMissing, Provider, ProviderUnavailable, Registered, SandboxError, SandboxLost,
+                   SandboxSpec, StartFailure)
 from .quota import AccountLimits
 from .remote import Remote, RemoteSandbox, create_sandbox
 
@@ -116,6 +115,7 @@ class E2BProvider(Provider):
     """Sandboxes from templates on the E2B account the settings name."""
 
     name = "e2b"
+    registers_images = True
     admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, api_key: str | None = None, api_url: str | None = None,
@@ -140,13 +140,9 @@ class E2BProvider(Provider):
         return {"api_key": self.api_key, "request_timeout": self.request_timeout_s, **self.connection}
 
     def image(self, ref: str) -> Image:
-        """The template of the environment ``ref`` names, by its content hash. Whether E2B has it shows at
-        create (``image_missing``): the SDK has no cheap lookup of a template by name."""
-        from ..images import HASH_LABEL, content_hash
-        from ..registration import environment_of, registered_name
-
-        env = environment_of(ref)
-        return Image(id=registered_name(env), labels={HASH_LABEL: content_hash(env)})
+        """The template named ``ref`` (:attr:`registers_images`). Whether E2B has it shows at create
+        (``image_missing``): the SDK has no cheap lookup of a template by name."""
+        return Image(id=ref)
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         options = self.options()

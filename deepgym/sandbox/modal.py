@@ -38,9 +38,8 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..registration import Registered
-from .base import (Image, ImageMissing, Provider, ProviderUnavailable, SandboxError, SandboxLost, SandboxSpec,
-                   StartFailure)
+from .base import (Image, ImageMissing, Provider, ProviderUnavailable, Registered, SandboxError, SandboxLost,
+                   SandboxSpec, StartFailure)
 from .quota import AccountLimits
 from .remote import Remote, RemoteSandbox, create_sandbox
 
@@ -101,6 +100,7 @@ class ModalProvider(Provider):
     """Sandboxes from pushed images on the Modal account the settings name."""
 
     name = "modal"
+    registers_images = True
     admission_key = None  # the account's bound is self.limits, host-wide
 
     def __init__(self, *, max_parallel: int = 32, token_id: str | None = None, token_secret: str | None = None,
@@ -154,12 +154,8 @@ class ModalProvider(Provider):
         return self.sdk.Dict.from_name(IMAGES, create_if_missing=True, client=client)
 
     def image(self, ref: str) -> Image:
-        """The registered Modal image of the environment ``ref`` names; its name carries the content hash."""
-        from ..images import HASH_LABEL, content_hash
-        from ..registration import environment_of, registered_name
-
-        env = environment_of(ref)
-        name = registered_name(env)
+        """The registered Modal image named ``ref`` (:attr:`registers_images`), when it is usable."""
+        name = ref
         client, _ = self.client()
         with self._lock:
             known = self._images.get(name)
@@ -167,16 +163,13 @@ class ModalProvider(Provider):
             with translate_errors(self.sdk, "image"):
                 record = self.registry().get(name)
                 if record is None:
-                    raise ImageMissing(f"Modal has no image {name} for {env}'s current files; register it: "
-                                       f"`deepgym images push --registry R {env}` then `deepgym images register "
-                                       f"modal {env}`")
+                    raise ImageMissing(f"Modal has no image {name}")
                 if _unusable(record):
-                    raise ImageMissing(f"Modal image {name} {_unusable(record)}; register it again: `deepgym "
-                                       f"images register modal {env}`")
+                    raise ImageMissing(f"Modal image {name} {_unusable(record)}")
                 known = self.sdk.Image.from_id(record["image_id"], client=client)
             with self._lock:
                 self._images[name] = known
-        return Image(id=name, labels={HASH_LABEL: content_hash(env)})
+        return Image(id=name)
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         client, app = self.client()

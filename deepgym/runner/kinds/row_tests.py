@@ -1,6 +1,6 @@
 """The trusted side of a row's assert-style tests (HumanEval's ``check(candidate)``, MBPP's ``assert`` lines).
 
-``python3 -m deepgym_runner.row_tests tests MEMORY_MB NOFILE CPU_S - REQUESTS_FD REPLIES_FD``
+``python3 -m deepgym_runner.kinds.row_tests tests MEMORY_MB NOFILE CPU_S - REQUESTS_FD REPLIES_FD``
 
 The runner starts this process as a user of its own (the request's ``applier_uid``, which a row never needs
 for a patch), not as the submission's, so the submission can neither signal, trace nor read it, and the test

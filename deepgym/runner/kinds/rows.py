@@ -28,8 +28,8 @@ import shutil
 from typing import Any, Callable
 
 from ..channels import Fault, Reply, head, plain, shown, worker_reply
-from ..confine.processes import Processes as Sandbox  # the old names, until the dataset-row fixes have merged
-from ..confine.supervise import Ending as Outcome
+from ..confine.processes import Processes
+from ..confine.supervise import Ending
 from ..confine.supervise import failure
 from ..confine.usage import BrokenTests, Budget, Usage
 from ..confine.workspace import Workspace
@@ -139,15 +139,15 @@ def apps_result_matches(actual: Any, expected: Any) -> bool:
 
 # ---------------------------------------------------------------------------------------------------- judges
 
-def judge(request, env_dir: str, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run the row's cases. Returns (case results, number of cases, submission CPU seconds)."""
     tests = request.tests
     judges = {"stdin": _stdin, "call": _call, "assert": _assert}
-    return judges[tests["format"]](request, tests, sandbox, workspace, on_in_play, fail_fast)
+    return judges[tests["format"]](request, tests, processes, workspace, on_in_play, fail_fast)
 
 
-def _stdin(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def _stdin(request, tests: dict, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
            fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     cases = tests["cases"]
     script = program.stage(PRELUDE + request.submission, workspace, request.limits)
@@ -156,7 +156,7 @@ def _stdin(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_p
                  "error_type": script.error_type, "error": script.message, "cpu_s": 0.0}], len(cases), 0.0
     budget = Budget(request.limits)
     results: list[dict[str, Any]] = []
-    server = CaseServer(sandbox, request.limits, script, PRELUDE_MODULES)
+    server = CaseServer(processes, request.limits, script, PRELUDE_MODULES)
     on_in_play()
     try:
         for index, case in enumerate(cases):
@@ -181,7 +181,7 @@ def _compare_output(actual: bytes, expected: str) -> Fault | None:
     return None if apps_output_matches(actual.decode("utf-8", "replace"), expected) else Fault("wrong_answer", None)
 
 
-def _call(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def _call(request, tests: dict, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     prepared = []
     for index, case in enumerate(tests["cases"]):
@@ -208,19 +208,19 @@ def _call(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_pl
     budget = Budget(request.limits)
     hello = {"code": request.submission, "names": [tests["fn_name"]], "literal": True, "prelude": PRELUDE,
              "solution_class": True}
-    results = run_calls(sandbox, request.limits, budget, ("function", workspace.scratch, "/"), hello, prepared,
+    results = run_calls(processes, request.limits, budget, ("function", workspace.scratch, "/"), hello, prepared,
                         lambda case: {"args": encode(case[1])}, judge_reply, fail, on_in_play, fail_fast)
     return results, len(prepared), budget.usage.cpu_s
 
 
-def _assert(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_play: Callable[[], None],
+def _assert(request, tests: dict, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
             fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     limits: Limits = request.limits
     budget = Budget(limits)
     cases: list[str] = tests["cases"]
     results: list[dict[str, Any]] = []
     hello = {"code": request.submission, "names": tests["names"], "literal": True}
-    session = _AssertSession(sandbox, limits, budget, workspace, hello, on_in_play)
+    session = _AssertSession(processes, limits, budget, workspace, hello, on_in_play)
     try:
         while len(results) < len(cases) and not (fail_fast and results and not results[-1]["passed"]):
             more = session.run(tests, len(results), fail_fast)
@@ -235,9 +235,9 @@ def _assert(request, tests: dict, sandbox: Sandbox, workspace: Workspace, on_in_
 class _AssertSession:
     """The trusted test process and the submission's worker for one row, with the calls relayed between them."""
 
-    def __init__(self, sandbox: Sandbox, limits: Limits, budget: Budget, workspace: Workspace, hello: dict,
+    def __init__(self, processes: Processes, limits: Limits, budget: Budget, workspace: Workspace, hello: dict,
                  on_in_play: Callable[[], None]):
-        self.sandbox, self.limits, self.budget, self.workspace = sandbox, limits, budget, workspace
+        self.processes, self.limits, self.budget, self.workspace = processes, limits, budget, workspace
         self.hello = hello
         self.on_in_play = on_in_play
         self.in_play = False
@@ -248,7 +248,7 @@ class _AssertSession:
         return {"id": str(index), "passed": passed, "input": None, "expected": None, "actual": None,
                 "error_type": error_type, "error": error, "cpu_s": 0.0}
 
-    def _wait(self, tester: Worker, message: dict | None) -> Outcome:
+    def _wait(self, tester: Worker, message: dict | None) -> Ending:
         outcome = tester.call(message, self.limits, max(0.0, min(self.limits.case_cpu_s, self.budget.cpu_left())))
         self.budget.spend(outcome.usage)
         return outcome
@@ -263,7 +263,7 @@ class _AssertSession:
             if not self.in_play:
                 self.on_in_play()
                 self.in_play = True
-            self.worker = Worker(self.sandbox, self.limits, "function", self.workspace.scratch)
+            self.worker = Worker(self.processes, self.limits, "function", self.workspace.scratch)
             loaded = self.worker.call(self.hello, self.limits, cpu_limit)
             self.budget.spend(loaded.usage)
             ready = _reply(loaded, "loading the submission", None, self.limits)
@@ -281,7 +281,7 @@ class _AssertSession:
         fails and both processes go), or the tests are done."""
         results: list[dict[str, Any]] = []
         index = start
-        tester = Worker(self.sandbox, self.limits, "tests", "-", module="row_tests", uid=self.sandbox.applier_uid)
+        tester = Worker(self.processes, self.limits, "tests", "-", module="row_tests", uid=self.processes.applier_uid)
         try:
             message: dict | None = {"setup": tests["setup"], "names": tests["names"], "cases": tests["cases"], "start": start}
             while True:
@@ -319,25 +319,25 @@ class _AssertSession:
                                      "error": reply["error"]}}
         finally:
             tester.close()
-            self.sandbox.kill_all()
+            self.processes.kill_all()
 
     def _drop_worker(self) -> None:
         if self.worker is not None:
             self.worker.close()
             self.worker = None
-        self.sandbox.kill_all()
+        self.processes.kill_all()
 
     def close(self) -> None:
         self._drop_worker()
 
 
-def _reply(outcome: Outcome, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
+def _reply(outcome: Ending, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
     if outcome.kind != "line":
         return Fault(*failure(outcome, doing, limits))
     return worker_reply(outcome.line, call_id, limits.output_kb * 1024)
 
 
-def _tester_event(outcome: Outcome, limits: Limits) -> dict | Fault:
+def _tester_event(outcome: Ending, limits: Limits) -> dict | Fault:
     """The trusted test process's next message, or why there is none (a Fault charged to the submission once
     its values are in play: they are what the tests ran on)."""
     if outcome.kind != "line":
