@@ -29,8 +29,10 @@ from .rows import RowTask
 from .sample import Sample, batch_tasks, prepare
 from .sandbox import MODES, make_provider
 from .session import DesktopSession, Session
+from .session.desktop import Desktop
 from .session.episode import Context
-from .session.ready import ReadyDesktops, prewarm_size
+from .sandbox.ready import ReadyPool
+from .session.ready import DesktopKind, ready_desktops, prewarm_size
 from .shutdown import install
 from .verdict import RunFacts, classify
 
@@ -83,7 +85,7 @@ class DeepGym(AsyncFaces):
         self.admission = Admission(key, max_sandboxes) if key is not None else None
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
-        self._desktops: ReadyDesktops | None = None
+        self._desktops: ReadyPool[DesktopKind, Desktop] | None = None
         self._desktops_lock = threading.Lock()
         install()  # SIGTERM/SIGINT: remove this process's containers first (DEEPGYM_SIGNAL_HANDLERS=0: not)
 
@@ -131,7 +133,8 @@ class DeepGym(AsyncFaces):
                           runtime=self.backend)
         if load_environment(env).kind == "desktop":
             ready = self._ready_desktops()
-            return DesktopSession(context, env, variant, ready.take if ready is not None else None)
+            take = (lambda spec, screen: ready.take(DesktopKind(spec, screen))) if ready is not None else None
+            return DesktopSession(context, env, variant, take)
         return Session(context, env, variant)
 
     def close(self) -> None:
@@ -175,11 +178,11 @@ class DeepGym(AsyncFaces):
         self.monitor.record(not outcome.has_verdict, outcome.error_type)
         return outcome
 
-    def _ready_desktops(self) -> ReadyDesktops | None:
+    def _ready_desktops(self) -> ReadyPool[DesktopKind, Desktop] | None:
         """The client's ready desktops on its provider (None when prewarming is off), made on first use."""
         with self._desktops_lock:
             if self._desktops is None:
                 size = prewarm_size()
                 if size:
-                    self._desktops = ReadyDesktops(self.provider, size)
+                    self._desktops = ready_desktops(self.provider, size)
             return self._desktops

@@ -2,7 +2,7 @@
 process, then let the signal do what it would have done without deepgym.
 
 **What is closed.** One registry holds the things to close on shutdown: each docker provider (its sample and
-session containers) and each pool of containers kept ahead of need (:mod:`deepgym.sandbox.docker.ready`, warm
+session containers) and each pool of containers kept ahead of need (:mod:`deepgym.sandbox.ready`, warm
 pools, :mod:`deepgym.session.ready`'s). Whatever makes containers that outlive a call registers its close here, once::
 
     unregister = deepgym.shutdown.register(pool.close)     # a bound method is held weakly

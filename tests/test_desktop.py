@@ -242,7 +242,7 @@ def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
     ready = gym._ready_desktops()
 
     def todo_lists() -> list:  # the shared client's pool also holds the other apps' ready desktops
-        return [desktop for key, queue in list(ready.ready.items()) if "'todo_list'" in key for desktop in queue]
+        return [desktop for kind, waiting in ready.waiting().items() if "'todo_list'" in repr(kind) for desktop in waiting]
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not todo_lists():
@@ -269,7 +269,7 @@ def test_closing_the_client_removes_its_prewarmed_desktops_even_one_still_starti
             session.start()  # the pool starts a ready one behind it
         ready = client._ready_desktops()
         run = client.provider.run_id
-    assert ready.closed and not any(ready.ready.values())
+    assert ready.closed and not any(ready.waiting().values())
     assert client._desktops is None, "a closed client's pool is gone"
     left = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={LABEL}={run}"], capture_output=True,
                           text=True, timeout=60).stdout.split()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from deepgym.session.desktop import computer_schema, task_text
+from deepgym.runner.episode.computer import computer_schema
+from deepgym.session.desktop import task_text
 from deepgym.environments import load_environment, parse_manifest
 from deepgym.errors import ManifestError
 from deepgym.runner.episode.computer import ACTION_TYPES, Action, describe, parse_action

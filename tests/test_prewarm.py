@@ -1,4 +1,4 @@
-"""Strict mode's prewarmed containers (deepgym.sandbox.docker.ready) on the real engine: each is used for exactly one
+"""Strict mode's prewarmed containers (deepgym.sandbox.ready) on the real engine: each is used for exactly one
 sample, a sample's deadline starts when it asks, a container that died while it waited is never used, and
 closing leaves nothing behind. The conformance and hostile suites run through the same path (docker's
 attached fast path prewarms by default)."""
@@ -13,7 +13,7 @@ import pytest
 
 from deepgym.errors import ConfigurationError
 from deepgym.sandbox import ExecOptions, SandboxSpec
-from deepgym.sandbox.docker.ready import PREWARM_VARIABLE, prewarm_size
+from deepgym.sandbox.ready import PREWARM_VARIABLE, prewarm_size
 
 ENV = "coin_change"
 # Echoes its stdin back after a pause, as the runner answers its request.

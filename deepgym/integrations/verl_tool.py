@@ -155,7 +155,7 @@ class DeepGymSessionTool(BaseTool):
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
         if self.environment and dgverl.get_environment(self.environment).kind == "desktop":
-            from ..session.desktop import computer_schema
+            from ..runner.episode.computer import computer_schema
 
             return OpenAIFunctionToolSchema.model_validate(computer_schema())
         return OpenAIFunctionToolSchema.model_validate({

@@ -18,7 +18,7 @@ no ``docker exec``. The supervisor starts the display, the recorder, the action 
 user of its own, and says ``ready``; the agent has no shell and no process: its only channel is the action,
 checked here and again inside (:mod:`deepgym.runner.episode.computer`).
 
-**Prewarmed.** Containers are started ahead of need (:class:`~deepgym.session.ready.ReadyDesktops`) up to
+**Prewarmed.** Containers are started ahead of need (:func:`~deepgym.session.ready.ready_desktops`) up to
 ``ready``. An episode takes one, and it is removed after that episode: never reused.
 
 **Failures** follow the episode table (:func:`deepgym.session.rules.failure_result`): a container that does not
@@ -32,12 +32,12 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import struct
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..environments import Environment
-from ..runner.episode.computer import ACTION_TYPES, MAX_SCROLL, describe, parse_action
+from ..runner.episode.computer import describe, parse_action
+from ..sandbox.frames import STDOUT, FrameReader
 from ..sandbox import ExecOptions, Provider, SandboxLost, SandboxSpec, StartFailure
 from ..verdict import NoVerdictError
 from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
@@ -50,26 +50,8 @@ READY_S = 60.0
 START_S = 30.0
 MAX_LINE_BYTES = 16 << 20
 Take = Callable[[SandboxSpec, "tuple[int, int]"], "Desktop | None"]
-"""Where an episode takes a ready desktop from (:meth:`deepgym.session.ready.ReadyDesktops.take`): one made for
+"""Where an episode takes a ready desktop from (the client's :func:`deepgym.session.ready.ready_desktops`): one made for
 this spec and screen, or None."""
-
-
-def computer_schema() -> dict[str, Any]:
-    """The ``computer`` tool's OpenAI function schema (what verl shows the model)."""
-    coordinate = {"type": "integer", "description": "pixels from the screen's left (x) or top (y) edge"}
-    return {"type": "function", "function": {
-        "name": "computer",
-        "description": "Act on the computer's screen with the mouse or keyboard, then see the screen. Begin with "
-                       "a screenshot. action_type: " + ", ".join(ACTION_TYPES) + ".",
-        "parameters": {"type": "object", "required": ["action_type"], "properties": {
-            "action_type": {"type": "string", "enum": list(ACTION_TYPES)},
-            "x": coordinate, "y": coordinate,
-            "to_x": {**coordinate, "description": "where a drag ends (x)"},
-            "to_y": {**coordinate, "description": "where a drag ends (y)"},
-            "content": {"type": "string", "description": "the text to type; the key or combination to press "
-                                                         "(ctrl+a, Return); a scroll's direction (up or down)"},
-            "amount": {"type": "integer", "description": f"scroll clicks (1 to {MAX_SCROLL}) or seconds to wait"},
-        }}}}
 
 
 def load_variant(env: Environment, variant: int) -> dict[str, Any]:
@@ -86,12 +68,12 @@ def task_text(env: Environment, variant: int) -> str:
 
 
 class Channel:
-    """JSON lines to and from the supervisor over the container's attached stream (docker's multiplexed
-    frames: an 8-byte header, then the payload; stdout is stream 1)."""
+    """JSON lines to and from the supervisor over the container's attached stream (the engine's multiplexed
+    frames, :mod:`deepgym.sandbox.frames`; the lines are on stdout)."""
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
-        self._frames = bytearray()
+        self._reader = FrameReader(sock, chunk=1 << 18)
         self._out = bytearray()
 
     def send(self, message: dict) -> None:
@@ -104,26 +86,17 @@ class Channel:
         """The next line, or None at the timeout. Raises SandboxLost when the stream ended."""
         deadline = time.monotonic() + timeout_s
         while b"\n" not in self._out:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
             try:
-                chunk = self.sock.recv(1 << 18)
+                frames = self._reader.read(deadline)
             except socket.timeout:
                 return None
             except OSError as exc:
                 raise SandboxLost(f"the desktop's stream failed: {exc}") from None
-            if not chunk:
+            if frames is None:
                 raise SandboxLost("the desktop's supervisor ended its stream (the container stopped)")
-            self._frames.extend(chunk)
-            while len(self._frames) >= 8:
-                size = struct.unpack(">I", self._frames[4:8])[0]
-                if len(self._frames) < 8 + size:
-                    break
-                if self._frames[0] == 1:
-                    self._out.extend(self._frames[8:8 + size])
-                del self._frames[:8 + size]
+            for stream, payload in frames:
+                if stream == STDOUT:
+                    self._out.extend(payload)
             if len(self._out) > MAX_LINE_BYTES:
                 raise SandboxLost("the desktop's supervisor sent a line beyond the limit")
         line, _, rest = bytes(self._out).partition(b"\n")

@@ -121,7 +121,7 @@ class HostLoad:
 
     def processes(self, count: int) -> None:
         self.procs += [subprocess.Popen([sys.executable, "-c", self.BUSY]) for _ in range(count)]
-        time.sleep(1.0)  # let the kernel's pressure figures notice
+        wait_for_cpu_pressure()
 
     def heavy_containers(self, count: int, cpu_shares: int = 262144) -> None:
         for _ in range(count):
@@ -129,7 +129,7 @@ class HostLoad:
                                       "--cpu-shares", str(cpu_shares), "--entrypoint", "python3", image_name("base"),
                                       "-c", self.BUSY], capture_output=True, text=True, check=True)
             self.containers.append(started.stdout.strip())
-        time.sleep(1.0)
+        wait_for_cpu_pressure()
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -160,6 +160,32 @@ def wait_for_container(run_id: str, timeout: float = 30.0) -> str:
             return found[0]
         time.sleep(0.05)
     raise AssertionError("no container of this run appeared")
+
+
+def wait_for_submission(container: str, uid: int = 10000, timeout: float = 60.0) -> None:
+    """Wait until a process of the submission's ``uid`` runs in ``container``: the submission is in play."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = subprocess.run(["docker", "top", container, "-eo", "uid"], capture_output=True, text=True).stdout
+        if str(uid) in listed.split()[1:]:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no process of uid {uid} appeared in {container}")
+
+
+def cpu_stall_us() -> int:
+    """The host's total time some task waited for a CPU (/proc/pressure/cpu ``some ... total=``, microseconds)."""
+    line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    return int(line.rsplit("total=", 1)[1])
+
+
+def wait_for_cpu_pressure(stalled_us: int = 300_000, timeout: float = 60.0) -> None:
+    """Wait until the load has made tasks wait ``stalled_us`` for a CPU in all: the kernel's pressure figures,
+    which the runner reads, show it."""
+    start, deadline = cpu_stall_us(), time.monotonic() + timeout
+    while cpu_stall_us() - start < stalled_us:
+        assert time.monotonic() < deadline, "the load never made anything wait for a CPU"
+        time.sleep(0.05)
 
 
 def fenced(code: str) -> str:

@@ -18,7 +18,7 @@ from support import ensure_images, solution
 from deepgym import DeepGym
 from deepgym.images import build
 
-from .conftest import fenced, wait_for_container
+from .conftest import fenced, wait_for_container, wait_for_submission
 
 pytestmark = pytest.mark.docker
 REFERENCE = solution("coin_change", "reference")
@@ -79,31 +79,42 @@ def judge_while(gym: DeepGym, env: str, code: str, action) -> object:
 def test_container_killed_before_the_submission_ran_is_no_verdict(fault_envs):
     with DeepGym(mode="docker") as gym:
         def kill(container: str) -> None:
-            time.sleep(1.0)  # the runner is still loading the hidden tests (4 s)
+            wait_until_asleep(runner_host_pid(container))  # loading the hidden tests, which sleep 4 s
             subprocess.run(["docker", "kill", container], check=True, capture_output=True)
 
         outcome = judge_while(gym, "fault_slow_start", "def f(x):\n    return x", kill)
     assert not outcome.has_verdict and outcome.error_type == "sandbox_lost", outcome.to_dict()
 
 
-def runner_host_pid(container: str) -> int:
-    """The host pid of the runner: the child of the container's init."""
+def runner_host_pid(container: str, timeout: float = 60.0) -> int:
+    """The host pid of the runner: the child of the container's init (waited for, while it starts)."""
     init = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", container], capture_output=True,
                               text=True, check=True).stdout)
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == init:
-                return int(entry.name)
-        except (OSError, ValueError):
-            continue
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == init:
+                    return int(entry.name)
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.05)
     raise AssertionError("the runner process was not found")
+
+
+def wait_until_asleep(pid: int, timeout: float = 60.0) -> None:
+    """Wait until ``pid`` sleeps in ``time.sleep`` (the kernel's wait channel says nanosleep)."""
+    deadline = time.monotonic() + timeout
+    while "nanosleep" not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < deadline, f"process {pid} never went to sleep"
+        time.sleep(0.02)
 
 
 def test_runner_killed_while_the_submission_runs_is_no_verdict():
     ensure_images("coin_change")
     with DeepGym(mode="docker") as gym:
         def kill(container: str) -> None:
-            time.sleep(1.5)  # the submission is sleeping in its first case
+            wait_for_submission(container)  # it sleeps 2 s in its first case
             os.kill(runner_host_pid(container), signal.SIGKILL)
 
         outcome = judge_while(gym, "coin_change", SLOW_WRONG, kill)

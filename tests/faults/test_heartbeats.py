@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +23,7 @@ from deepgym.judging import Images, observe
 from deepgym.sandbox.docker import DockerProvider
 from deepgym.scaffold import new_environment
 
-from .conftest import wait_for_container
+from .conftest import wait_for_container, wait_for_submission
 
 sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 from attacks import ATTACKS
@@ -191,7 +190,7 @@ def test_slow_a_sandbox_frozen_past_the_deadline_is_never_scored(test_envs):
     with DeepGym(mode="docker") as gym, ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(gym.judge, "hb_small", fenced("import time\ndef hb_small(numbers):\n    time.sleep(100)"))
         container = wait_for_container(gym.provider.run_id)
-        time.sleep(2.0)  # the submission is in play, asleep within its 4 s wall limit
+        wait_for_submission(container)  # in play, asleep within its 4 s wall limit
         subprocess.run(["docker", "pause", container], check=True, capture_output=True)
         outcome = pending.result(timeout=180)
     assert not outcome.has_verdict and outcome.error_type == "sandbox_lost", outcome.to_dict()
@@ -232,9 +231,13 @@ def test_a_process_growing_into_its_memory_limit_is_told_from_one_that_computes(
             while True:
                 os.write(w, bytes(65536))
                 os.read(r, 65536)
+        def cpu_s(pid):
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         for work, held_mb in ((fault_pages, 270), (compute, 270), (system_calls, 0)):
             pid = child(work, held_mb)
-            time.sleep(1.5)
+            while cpu_s(pid) < 1.0:  # a second of its own work, however busy the host
+                time.sleep(0.05)
             print(growing_into_memory_limit([pid]) is not None)
             os.kill(pid, 9)
             os.waitpid(pid, 0)

@@ -236,3 +236,22 @@ def describe(action: Action) -> str:
     if kind == "wait":
         return f"waited {action.amount or 1} s"
     return {"screenshot": "took a screenshot", "done": "finished"}[kind]
+
+
+def computer_schema() -> dict:
+    """The ``computer`` tool's OpenAI function schema (what verl shows the model): the action set and its schema
+    in one place."""
+    coordinate = {"type": "integer", "description": "pixels from the screen's left (x) or top (y) edge"}
+    return {"type": "function", "function": {
+        "name": "computer",
+        "description": "Act on the computer's screen with the mouse or keyboard, then see the screen. Begin with "
+                       "a screenshot. action_type: " + ", ".join(ACTION_TYPES) + ".",
+        "parameters": {"type": "object", "required": ["action_type"], "properties": {
+            "action_type": {"type": "string", "enum": list(ACTION_TYPES)},
+            "x": coordinate, "y": coordinate,
+            "to_x": {**coordinate, "description": "where a drag ends (x)"},
+            "to_y": {**coordinate, "description": "where a drag ends (y)"},
+            "content": {"type": "string", "description": "the text to type; the key or combination to press "
+                                                         "(ctrl+a, Return); a scroll's direction (up or down)"},
+            "amount": {"type": "integer", "description": f"scroll clicks (1 to {MAX_SCROLL}) or seconds to wait"},
+        }}}}

@@ -6,10 +6,10 @@ take the :class:`~deepgym.sandbox.docker.engine.Engine`, never the provider."""
 
 from .engine import (API_VERSION, ENGINE_GRACE_S, LOOPBACK_SYSCTLS, Attached, Engine, Launch, container_settings,
                      engine_options, key, translate_errors)
-from .frames import FrameReader
+from ..frames import FrameReader
 from .owners import LABEL, OWNER_LABEL, owner_alive, owner_label, pid_namespace, process_start_time
 from .provider import EXEC_PATH_VARIABLE, DockerProvider
-from .ready import ReadyPool
+from ..ready import ReadyPool
 from .sandbox import DockerSandbox
 from .scripts import FILE_HELPER, FILE_TIMEOUT_S, INIT, KILL_ALL, file_error, read_file_reply
 

@@ -30,7 +30,7 @@ from ..ssh import failure as ssh_failure
 from ..ssh import require_transport
 from ..base import (ExecOptions, ExecResult, ImageMissing, ProviderUnavailable, SandboxError, SandboxLost,
                     SandboxSpec, StartFailure)
-from .frames import converse, tail
+from ..frames import converse, tail
 from .owners import LABEL, OWNER_LABEL, owner_label, pid_namespace, reap_orphans
 
 # Engine API version: Docker 20.10 and later speak it, and it has everything used here. A fixed version keeps
@@ -161,7 +161,7 @@ class Launch:
 @dataclasses.dataclass(eq=False)
 class Attached:
     """A started container whose main process's stdio is ``sock`` (the engine's multiplexed frames,
-    :mod:`~deepgym.sandbox.docker.frames`). :meth:`close` closes the stream and removes the container."""
+    :mod:`~deepgym.sandbox.frames`). :meth:`close` closes the stream and removes the container."""
 
     container: str
     stream: Any

@@ -8,7 +8,7 @@ cross through a small helper run by the file's owner.
 
 **One-shot judging has a fast path.** :meth:`DockerProvider.run` makes ``argv`` the container's main
 process under Docker's init and carries stdin and stdout in one attached stream, which saves the exec round
-trips, in a container started ahead of need (:class:`~deepgym.sandbox.docker.ready.ReadyPool`;
+trips, in a container started ahead of need (:class:`~deepgym.sandbox.ready.ReadyPool`;
 ``DEEPGYM_DOCKER_PREWARM=0`` starts each on demand); ``DEEPGYM_DOCKER_EXEC=1`` (or
 ``DockerProvider(attach=False)``) takes the generic create-and-exec path instead. Both pass the same
 conformance and hostile suites. One difference remains: an attached main process killed from outside
@@ -35,7 +35,7 @@ from ...shutdown import register as on_shutdown
 from ...admission import engine_key
 from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxSpec
 from .engine import Attached, Engine, Launch, container_settings
-from .ready import MAX_KINDS, REFILLERS, ReadyPool, prewarm_size
+from ..ready import MAX_KINDS, REFILLERS, ReadyPool, prewarm_size
 from .sandbox import DockerSandbox
 from .scripts import INIT
 from .warm import WarmPool

@@ -21,7 +21,7 @@ import docker
 
 from ..base import ExecOptions, ExecResult, File, Sandbox, SandboxError, SandboxLost, SandboxSpec
 from .engine import ENGINE_GRACE_S, Engine, going
-from .frames import converse, tail
+from ..frames import converse, tail
 from .scripts import FILE_HELPER, FILE_TIMEOUT_S, KILL_ALL, file_error, read_file_reply
 
 # How long a command's death by a signal may precede the engine's record that its container stopped.

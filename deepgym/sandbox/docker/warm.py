@@ -36,7 +36,7 @@ from ...shutdown import register as on_shutdown
 from ...runner.protocol import MAX_UID, SERVE_MARKER, Request
 from ..base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
 from .engine import Attached, Engine, key
-from .frames import STDERR, FrameReader
+from ..frames import STDERR, FrameReader
 
 log = logging.getLogger("deepgym")
 CONTAINERS_VARIABLE = "DEEPGYM_WARM_CONTAINERS"

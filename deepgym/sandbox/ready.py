@@ -41,8 +41,8 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-from ...shutdown import register as on_shutdown
-from ..base import SandboxError
+from ..shutdown import register as on_shutdown
+from .base import SandboxError
 
 log = logging.getLogger("deepgym")
 PREWARM_VARIABLE = "DEEPGYM_DOCKER_PREWARM"
@@ -66,7 +66,7 @@ def prewarm_size(prewarm: int | None, max_parallel: int) -> int:
         try:
             prewarm = int(text)
         except ValueError:
-            from ...errors import ConfigurationError
+            from ..errors import ConfigurationError
 
             raise ConfigurationError(f"{PREWARM_VARIABLE}={text!r} is not a whole number; set it to how many "
                                      f"containers to keep started per environment, or 0 to start each on "
@@ -100,6 +100,15 @@ class ReadyPool(Generic[K, T]):
         found = self._pop(key)
         self._top_up(key)
         return found
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def waiting(self) -> dict[K, list[T]]:
+        """What waits to be taken, per key (a snapshot)."""
+        with self._lock:
+            return {key: list(ready) for key, ready in self._ready.items()}
 
     def discard(self, thing: T) -> None:
         """Remove ``thing`` (one taken from this pool, or started by its taker) in the background; right away

@@ -12,7 +12,7 @@ import socket
 import struct
 import time
 
-from ..base import STDERR_TAIL_BYTES, ExecOptions
+from .base import STDERR_TAIL_BYTES, ExecOptions
 
 STDOUT = 1
 STDERR = 2
