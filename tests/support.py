@@ -224,3 +224,13 @@ def verl_reward(env: str, **reward_kwargs) -> Callable[[str], dict]:
     row = verl_rows([env])[0]
     return lambda response: fn(data_source=row["data_source"], solution_str=response,
                                ground_truth=row["reward_model"]["ground_truth"], extra_info=dict(row["extra_info"]))
+
+
+def stopped(program) -> None:
+    """Kill ``program`` (a subprocess.Popen) if it still runs, reap it and close its pipes: a test that failed
+    half-way must leave no open file for a later test's garbage collection to report as that test's."""
+    program.kill()
+    program.wait()
+    for pipe in (program.stdin, program.stdout, program.stderr):
+        if pipe is not None:
+            pipe.close()

@@ -5,7 +5,7 @@ write (a worker's replies to function calls and to patch probes, the pytest resu
 output) and therefore the values the report shows. A malformed input on any of them that raised inside the
 runner would become "no verdict", an escape a policy could learn. So each channel has one function here that
 returns a value the rest of the runner can use without further checks, or a :class:`Fault` charged to the
-submission. None of them raises on any input (tests/test_runner_channels.py fuzzes every one); only the
+submission. None of them raises on any input (tests/runner/test_runner_channels.py fuzzes every one); only the
 runner's own bugs, past these functions, may become ``verifier_error``.
 
 | channel | boundary | refused as |

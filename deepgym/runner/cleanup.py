@@ -32,7 +32,7 @@ from .confine.privileges import file_rights, kill_uid
 from .confine.procfs import process_uid
 
 # Everything a submission's uid can write in a container of ours besides the scratch root (/tmp):
-# tests/test_writable_paths.py proves the list.
+# tests/runner/test_writable_paths.py proves the list.
 WRITABLE = ("/dev/shm", "/dev/mqueue")
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 # Seconds the server waits for the last processes of a sample to die and be reaped by pid 1, and for the

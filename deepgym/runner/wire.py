@@ -7,7 +7,7 @@ C scanner and encoder that ``json`` itself uses (``_json``), with the settings `
 so every value, string, error and limit (nesting, integer digits) is theirs. The rare inputs ``json`` treats
 specially (bytes in another encoding than UTF-8, a byte order mark) and any interpreter without ``_json`` go
 to ``json`` itself; so do errors, which are ``json.JSONDecodeError`` as ``json.loads`` raises them.
-tests/test_runner_channels.py checks both against ``json`` on generated values and texts.
+tests/runner/test_runner_channels.py checks both against ``json`` on generated values and texts.
 """
 
 from __future__ import annotations

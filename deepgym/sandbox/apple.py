@@ -69,15 +69,13 @@ class AppleProvider(Provider):
             self._checked = True
 
     def image(self, ref: str) -> Image:
-        from ..images import HASH_LABEL
-
         self._check_system()
         result = self.call(["image", "inspect", ref], phase="start")
         if result.returncode != 0:
             raise ImageMissing(f"{ref} is not in Apple's image store ({_said(result)}); build it with "
                                "`deepgym images build` and load it (`container image load`), or pull it")
         labels = _find(json.loads(result.stdout or "null"), "labels") or {}
-        return Image(id=ref, labels={HASH_LABEL: labels[HASH_LABEL]} if HASH_LABEL in labels else {})
+        return Image(id=ref, labels={str(key): str(value) for key, value in dict(labels).items()})
 
     def create(self, spec: SandboxSpec) -> RemoteSandbox:
         self._check_system()

@@ -51,7 +51,7 @@ def pytest_collection_modifyitems(config, items):
 def one_container_per_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     """No prewarmed containers: a fault here targets the one container of the sample under test, found as the
     run's only container (wait_for_container), and an image removed by id must have no container left on it.
-    tests/test_prewarm.py injects the faults of the prewarmed path (a container killed while it waits)."""
+    tests/sandbox/test_prewarm.py injects the faults of the prewarmed path (a container killed while it waits)."""
     monkeypatch.setenv("DEEPGYM_DOCKER_PREWARM", "0")
 
 

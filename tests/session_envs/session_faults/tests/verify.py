@@ -1,4 +1,4 @@
-"""A verifier that fails on purpose, one way per variant (tests/test_sessions.py):
+"""A verifier that fails on purpose, one way per variant (tests/session/test_sessions.py):
 
 0 works: 1.0 when done.txt says yes; 1 loops forever after reading; 2 raises after reading; 3 returns a score
 out of range; 4 fails on import, before reading; 5 hangs on import, before reading."""

@@ -25,7 +25,7 @@ from deepgym.push import push, repository
 from deepgym.pushed import MANIFEST_VARIABLE, read_manifest
 
 ENV = "coin_change"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 USER, PASSWORD = "deepgym", "not-a-secret-test-password"  # as tests/registry/docker-compose.yml sets them
 
 

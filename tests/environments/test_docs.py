@@ -6,7 +6,7 @@ from pathlib import Path
 from deepgym.environments import list_environments
 from deepgym.runner.protocol import ERROR_TYPES, is_scored
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 VERDICTS = (DOCS / "verdicts.md").read_text()
 ENVIRONMENTS = (DOCS / "environments.md").read_text()
 
@@ -31,7 +31,7 @@ def test_the_catalogue_table_lists_every_environment():
 def test_every_error_type_is_produced_somewhere():
     """A documented outcome that no code can produce is a promise the docs cannot keep: each type must appear as
     a string literal in deepgym's own code outside the vocabulary itself."""
-    package = Path(__file__).resolve().parent.parent / "deepgym"
+    package = Path(__file__).resolve().parents[2] / "deepgym"
     sources = "\n".join(path.read_text() for path in package.rglob("*.py") if path.name != "protocol.py")
     unproduced = [t for t in ERROR_TYPES if not re.search(rf"[\"']{t}[\"']", sources)]
     assert unproduced == []

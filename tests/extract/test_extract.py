@@ -1,4 +1,4 @@
-"""The extraction rules (deepgym/extract.py), case by case; tests/test_extraction_images.py scores realistic
+"""The extraction rules (deepgym/extract.py), case by case; tests/extract/test_extraction_images.py scores realistic
 responses for them on real images."""
 
 import re
@@ -132,7 +132,7 @@ def test_the_docs_list_the_module_docstrings_rules():
     def rules(text: str) -> list[str]:
         return [" ".join(rule.split()) for rule in re.findall(r"^\d+\. .*?(?=^\d+\. |\Z)", text, re.M | re.S)]
 
-    docs = (Path(__file__).resolve().parent.parent / "docs" / "verdicts.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text()
     section = docs.split("<!-- extraction rules -->", 2)[1]
     documented = rules(deepgym.extract.__doc__.split("\n\n", 1)[1])
     assert len(documented) == 8 and rules(section) == [rule.replace("``", "`") for rule in documented]

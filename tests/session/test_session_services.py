@@ -18,7 +18,7 @@ from deepgym.sandbox import ExecOptions
 from deepgym.authoring.replay import action_sequences, replay
 
 pytestmark = pytest.mark.docker
-FIXTURES = str(Path(__file__).resolve().parent / "session_envs")
+FIXTURES = str(Path(__file__).resolve().parents[1] / "session_envs")
 
 HEALTHY = """\
 import http.server

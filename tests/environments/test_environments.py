@@ -12,7 +12,7 @@ from deepgym.errors import EnvironmentNotFoundError, ManifestError
 from deepgym.images import DESKTOP, RUNTIME_IMAGES, SERVICE_IMAGES
 from deepgym.runner.protocol import Limits
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = """\
 id: {name}
 kind: function

@@ -12,7 +12,7 @@ import pytest
 from deepgym.environments import list_environments, load_environment
 from deepgym.runner.kinds import hidden_cases
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_ENVS = [name for name in list_environments() if load_environment(name).kind == "function"]
 TEMPLATE = ROOT / "deepgym" / "templates" / "function"
 

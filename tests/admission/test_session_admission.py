@@ -22,16 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from support import ensure_images, fenced, solution
+from support import ensure_images, fenced, solution, stopped
 from deepgym import DeepGym, NoVerdictError
 from deepgym.admission import Admission, AdmissionTimeout
 from deepgym.environments import load_environment
-from deepgym.judging import ENVIRONMENT_LABEL
+from deepgym.environments import ENVIRONMENT_LABEL
 from deepgym.sandbox.docker import LABEL
 from deepgym.authoring.replay import action_sequences
 
 pytestmark = pytest.mark.docker
 TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parents[1]
 SHELL = "shell_find_largest"
 DESKTOP = "todo_list"
 STEP_TIMEOUT_S = 4.0
@@ -132,7 +133,7 @@ def test_two_episodes_in_two_processes_at_bound_1_never_act_at_once(admission_di
     flags = [str(admission_dir / "ready-0"), str(admission_dir / "ready-1")]
     programs = [subprocess.Popen([sys.executable, "-c", PROCESS_EPISODE, str(TESTS), "0", name, flags[i],
                                   flags[1 - i]], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])})
+                                 env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(TESTS)])})
                 for i, name in enumerate(("reference", "wrong_top_level_only"))]
     outputs = [program.communicate(timeout=300) for program in programs]
     assert [program.returncode for program in programs] == [0, 0], [errors[-2000:] for _, errors in outputs]
@@ -306,7 +307,7 @@ CANCELLED = textwrap.dedent('''
 def test_a_shutdown_while_a_step_waits_for_its_slot_ends_the_episode_cancelled(admission_dir):
     program = subprocess.Popen([sys.executable, "-c", CANCELLED, SHELL], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(TESTS.parent)})
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert program.stdout.readline().strip() == "started", program.stderr.read()
         held = Admission(bound=1, directory=admission_dir).acquire(timeout_s=60)
@@ -317,7 +318,7 @@ def test_a_shutdown_while_a_step_waits_for_its_slot_ends_the_episode_cancelled(a
         finally:
             held.release()
     finally:
-        program.kill()
+        stopped(program)
     assert program.returncode == 0, errors[-2000:]
     result = json.loads(out.strip().splitlines()[-1])
     for text, (kind, score, error_type) in result.values():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "deepgym"
+PACKAGE = Path(__file__).resolve().parents[2] / "deepgym"
 SKIPPED = {"templates", "_bundle"}  # templates hold placeholders until `deepgym new` fills them in
 MAX_LINES = 400
 

@@ -19,7 +19,7 @@ from deepgym.session.shell import WORKSPACE
 
 pytestmark = pytest.mark.docker
 SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest", "shell_fix_config")
-FAULTS = str(Path(__file__).resolve().parent / "session_envs")
+FAULTS = str(Path(__file__).resolve().parents[1] / "session_envs")
 
 
 @pytest.fixture(scope="module", autouse=True)

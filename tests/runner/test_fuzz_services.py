@@ -5,7 +5,7 @@ and never start or stop anything but a declared service, by a well-formed reques
 In-process and derandomized: the supervisor's own code with its process work (``_start``, ``_stop``, which
 spawn and kill by uid) replaced by a record of what it was asked, so no process of a service uid is touched on
 this host (other sessions' containers run such uids). The serve loop runs in a forked child, on a socket in a
-temporary folder. The live sessions of the worst inputs are in tests/test_session_services.py.
+temporary folder. The live sessions of the worst inputs are in tests/session/test_session_services.py.
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def services_env(monkeypatch):
     from deepgym.environments import load_environment
     from deepgym.images import build
 
-    monkeypatch.setenv("DEEPGYM_ENVIRONMENTS", str(Path(__file__).resolve().parent / "session_envs"))
+    monkeypatch.setenv("DEEPGYM_ENVIRONMENTS", str(Path(__file__).resolve().parents[1] / "session_envs"))
     build(["session_services"])
     return load_environment("session_services")
 

@@ -25,7 +25,7 @@ from deepgym.images import build, image_name
 from deepgym.sandbox.docker import engine_options
 
 ENV = "coin_change"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOOPING = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```\n"
 
 

@@ -26,7 +26,7 @@ from deepgym import admission as admission_module
 from deepgym.admission import (BOUND_VARIABLE, HOST, Admission, AdmissionCancelled, AdmissionTimeout, bound_variable,
                                engine_key)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Each process: THREADS threads take a slot ROUNDS times each and log "enter"/"leave" with CLOCK_MONOTONIC (one
 # clock for the whole host) just inside the held stretch, so the logged stretches lie within the held ones.

@@ -15,7 +15,7 @@ PATCH_ENVS = [name for name in list_environments() if load_environment(name).kin
 
 
 def test_every_environment_passes_its_self_check(gym, built_images):
-    # Desktop environments take seconds per episode: tests/test_desktop.py checks them once each.
+    # Desktop environments take seconds per episode: tests/session/test_desktop.py checks them once each.
     rows = check([name for name in list_environments() if load_environment(name).kind != "desktop"], gym)
     assert len(rows) >= 20 and {row.env.kind for row in rows} == {"function", "program", "patch", "session"}
     assert all(row.ok for row in rows), "\n" + table(rows)

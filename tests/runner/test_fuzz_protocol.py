@@ -5,7 +5,7 @@ through the step run_calls uses (deepgym/runner/function.py ``_reply``, then cha
 and one call, as run_calls does them. Every outcome must be a Reply or a fault charged to the submission:
 never an exception (the runner's entry point would make it "no verdict") and never a fault of ours.
 
-channels.worker_reply alone is fuzzed in tests/test_runner_channels.py; this adds the pipe, the framing and
+channels.worker_reply alone is fuzzed in tests/runner/test_runner_channels.py; this adds the pipe, the framing and
 the process's end. Unconfined on the host (Processes that track its processes by session, as local mode
 does), derandomized; one process per example.
 """

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.docker
-ENVIRONMENTS = Path(__file__).resolve().parent.parent / "environments"
+ENVIRONMENTS = Path(__file__).resolve().parents[2] / "environments"
 
 
 def solution(env: str, name: str) -> str:

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from support import ROOT, ensure_images, fenced, solution
+from support import ROOT, ensure_images, fenced, solution, stopped
 from deepgym.sandbox.docker import OWNER_LABEL, DockerProvider, owner_label
 
 RIGHT = fenced(solution("coin_change", "reference"))
@@ -57,8 +57,9 @@ def signalled(script: str, *args: str, containers: int, env: dict[str, str] = EN
         program.send_signal(signal.SIGTERM)
         out, errors = program.communicate(timeout=90)
     finally:
-        program.kill()
+        stopped(program)
     return program, out, errors
+
 
 
 def test_a_signal_runs_the_registered_closers_then_what_the_program_had():
@@ -100,7 +101,7 @@ def test_a_signal_mid_batch_keeps_what_was_scored_cancels_the_rest_and_leaves_no
         batch.send_signal(signum)
         rest, errors = batch.communicate(timeout=60)
     finally:
-        batch.kill()
+        stopped(batch)
     lines = [json.loads(line) for line in printed + rest.splitlines()]
     assert batch.returncode == 128 + signum, errors
     assert [line["score"] for line in lines[:2]] == [1.0, 1.0], "what was scored before the signal is kept"
@@ -217,6 +218,4 @@ def test_the_next_start_reaps_a_sigkilled_processs_prewarmed_containers_never_a_
         assert containers_of(bystander.pid, bystander_owner) == []
     finally:
         for process in (victim, bystander):
-            process.kill()
-            process.wait()
-            process.stdout.close()
+            stopped(process)
