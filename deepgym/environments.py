@@ -7,10 +7,10 @@ added with ``DEEPGYM_ENVIRONMENTS=/path/a:/path/b``.
 
 What ``tests/`` holds depends on the kind (the image copies it to /opt/deepgym/env):
 
-- ``function``: ``cases.py`` with ``cases(variant)`` (see deepgym/runner/function.py)
-- ``program``: ``cases/<id>.in`` and ``cases/<id>.out``, optional ``config.json`` (deepgym/runner/program.py)
-- ``patch``: ``repo/``, ``hidden/``, ``spec.json`` and ``probes.json`` (deepgym/runner/patch.py)
-- ``session``: ``verify.py`` and ``session.json`` (deepgym/runner/session.py); the folder ``start/<variant>/``
+- ``function``: ``cases.py`` with ``cases(variant)`` (see deepgym/runner/kinds/function.py)
+- ``program``: ``cases/<id>.in`` and ``cases/<id>.out``, optional ``config.json`` (deepgym/runner/kinds/program.py)
+- ``patch``: ``repo/``, ``hidden/``, ``spec.json`` and ``probes.json`` (deepgym/runner/kinds/patch.py)
+- ``session``: ``verify.py`` and ``session.json`` (deepgym/runner/episode/verify.py); the folder ``start/<variant>/``
   beside ``tests/`` holds each variant's starting workspace, and ``solutions/`` holds JSON lists of shell
   actions (docs/sessions.md)
 - ``desktop``: ``verify.py`` (scores the state recorder's log); the folder ``app/`` beside ``tests/`` holds the
@@ -101,7 +101,7 @@ class ServiceSpec:
     that must still be running, and answer its health check, when the episode is graded.
 
     The supervisor runs ``command`` (the environment's, not the agent's) as a uid of its own in the agent's
-    workspace, so it serves from the files the agent left (deepgym/runner/services.py)."""
+    workspace, so it serves from the files the agent left (deepgym/runner/episode/services.py)."""
 
     name: str
     command: tuple[str, ...]

@@ -3,7 +3,7 @@
 A probe is a Python expression evaluated, after the environment's setup code, by a worker that imports the
 patched repository; the runner compares its value with the expected one, which only the runner can read. A
 patch scores only if its tests pass *and* every probe matches, so forging pytest from inside the repository
-gains nothing unless the code is really fixed (see deepgym/runner/patch.py).
+gains nothing unless the code is really fixed (see deepgym/runner/kinds/patch.py).
 
 Each patch environment keeps its probes in ``generator/make_probes.py`` as ``SETUP`` (module code) and
 ``PROBES``, a list of ``(id, covers, expr)``: ``covers`` names the tests of spec.json (or ``"issue"``, for a

@@ -102,7 +102,7 @@ malformed_rows = MalformedRows()
 @dataclass(frozen=True, eq=False)
 class RowTask:
     """One row's tests, ready to judge: ``environment`` is the runtime image's (its limits, scoring and entry
-    point are the row's), ``tests`` what the runner receives (see deepgym/runner/rows.py)."""
+    point are the row's), ``tests`` what the runner receives (see deepgym/runner/kinds/rows.py)."""
 
     data_source: str
     format: str

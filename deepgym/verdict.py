@@ -82,7 +82,7 @@ class RunFacts:
 
     ``exit_code`` is the runner's own exit status, or None when the runtime does not know one: the runner or
     its sandbox was killed (by a signal, the OOM killer, the host's deadline), removed or lost. The judging
-    path translates its provider's conventions (128 + signal) into None (:func:`deepgym.judging.judge`)."""
+    path translates its provider's conventions (128 + signal) into None (:func:`deepgym.judging.observe`)."""
 
     runtime: str
     infra_error: str | None = None

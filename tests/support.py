@@ -234,3 +234,12 @@ def stopped(program) -> None:
     for pipe in (program.stdin, program.stdout, program.stderr):
         if pipe is not None:
             pipe.close()
+
+
+def image_ref(provider, name: str) -> str:
+    """What ``provider.image`` is given for the image of ``name`` (an environment, or ``base``), as judging gives
+    it: a registering provider's content-hash name, else the image's local name."""
+    from deepgym.images import image_name
+    from deepgym.registration import registered_name
+
+    return registered_name(name) if provider.registers_images else image_name(name)

@@ -41,7 +41,7 @@ SERVE_MARKER = "@@deepgym-serve"
 # Where an environment image keeps its hidden tests (root-only).
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
 KINDS = ("function", "program", "patch")
-# Every kind of environment: the runner's judged kinds, and multi-turn sessions (deepgym/runner/session.py).
+# Every kind of environment: the runner's judged kinds, and multi-turn sessions (deepgym/runner/episode/verify.py).
 ENVIRONMENT_KINDS = (*KINDS, "session", "desktop")
 # What each kind's hidden tests hold (an environment's tests/ folder, /opt/deepgym/env in the image).
 REQUIRED_FILES = {"function": ("cases.py",), "program": ("cases",), "patch": ("repo", "hidden", "spec.json", "probes.json")}

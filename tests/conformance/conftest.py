@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support import ROOT, environment, unavailable
+from support import ROOT, environment, image_ref, unavailable
 
 from deepgym.sandbox import Provider, SandboxSpec
 
@@ -118,7 +118,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             scope.enter_context(environment(HOME=str(ssh.home)))  # its ~/.ssh: the key and known_hosts
             host = ssh.url
         provider = DockerProvider(docker_host=host)
-        target = Target(name, provider, provider.image(image_name("base")).id, "python3", True,
+        target = Target(name, provider, provider.image(image_ref(provider, "base")).id, "python3", True,
                         cli=("docker", "--host", engine.host))
     elif name.startswith("docker"):
         from deepgym.images import build, image_name
@@ -126,7 +126,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
         build(["coin_change"])  # not conftest's ensure_images: tests/verl's conftest may hold that module name
         provider: Provider = DockerProvider(attach=name == "docker-attach")
-        target = Target(name, provider, provider.image(image_name("base")).id, "python3", True)
+        target = Target(name, provider, provider.image(image_ref(provider, "base")).id, "python3", True)
     elif name == "local":
         from deepgym.sandbox.local import LocalProvider
 
@@ -260,7 +260,6 @@ REMOTES = {
 def _remote_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Target]:
     """A provider of :data:`REMOTES`: ``<mode>`` is the real service, ``<mode>-standin`` (``apple-fake``) its
     test double; the real one is "not run" (a skip saying why) where it cannot run."""
-    from deepgym.images import image_name
 
     mode = name.removesuffix("-standin").removesuffix("-fake")
     how = REMOTES[mode]
@@ -275,7 +274,7 @@ def _remote_target(name: str, scratch: pytest.TempPathFactory) -> Iterator[Targe
         context = how.standin(scratch.mktemp(mode))
     with context as (provider, outside):
         try:
-            yield Target(name, provider, provider.image(image_name("base")).id, "python3", True, outside=outside,
+            yield Target(name, provider, provider.image(image_ref(provider, "base")).id, "python3", True, outside=outside,
                          cannot=how.cannot)
         finally:
             provider.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from support import environment, unavailable  # noqa: E402
+from support import environment, image_ref, unavailable  # noqa: E402
 
 from deepgym.sandbox import Provider, SandboxSpec  # noqa: E402
 
@@ -43,7 +43,7 @@ class Case:
         return self.make(**options)
 
     def spec(self, provider: Provider, **fields) -> SandboxSpec:
-        return SandboxSpec(image=provider.image(self.base_ref).id, **fields)
+        return SandboxSpec(image=provider.image(image_ref(provider, self.base_ref)).id, **fields)
 
 
 def _needs(mode: str) -> None:
@@ -56,7 +56,6 @@ def _daytona(scratch: Path) -> Iterator[Case]:
     from standins import publish
     from standins.daytona import DaytonaStandIn
 
-    from deepgym.images import image_name
     from deepgym.registration import register
     from deepgym.sandbox.daytona import DaytonaProvider
 
@@ -66,7 +65,7 @@ def _daytona(scratch: Path) -> Iterator[Case]:
         settings = {"api_key": standin.api_key, "api_url": standin.api_url, "target": "us"}
         register("daytona", ["base", "coin_change"], standin.manifest, provider=DaytonaProvider(**settings))
         yield Case("daytona", standin, lambda **options: DaytonaProvider(**{**settings, **options}),
-                   image_name("base"), server_errors=(500, 502, 503), rate_limit=429,
+                   "base", server_errors=(500, 502, 503), rate_limit=429,
                    env={"DAYTONA_API_KEY": standin.api_key, "DAYTONA_API_URL": standin.api_url,
                         "DAYTONA_TARGET": "us"})
     finally:
@@ -77,7 +76,6 @@ def _e2b(scratch: Path) -> Iterator[Case]:
     from standins import publish
     from standins.e2b import E2BStandIn
 
-    from deepgym.images import image_name
     from deepgym.registration import register
     from deepgym.sandbox.e2b import E2BProvider
 
@@ -87,7 +85,7 @@ def _e2b(scratch: Path) -> Iterator[Case]:
         settings = {"api_key": standin.api_key, "api_url": standin.url, "sandbox_url": standin.url}
         register("e2b", ["base", "coin_change"], standin.manifest, provider=E2BProvider(**settings))
         # The SDK retries a 429, 502, 503 or 504 three times: a fault that lasts is four of them.
-        yield Case("e2b", standin, lambda **options: E2BProvider(**{**settings, **options}), image_name("base"),
+        yield Case("e2b", standin, lambda **options: E2BProvider(**{**settings, **options}), "base",
                    server_errors=(500, 503), rate_limit=429, lasting=4,
                    env={"E2B_API_KEY": standin.api_key, "E2B_API_URL": standin.url, "E2B_SANDBOX_URL": standin.url})
     finally:
@@ -99,7 +97,6 @@ def _modal(scratch: Path) -> Iterator[Case]:
     from standins import publish
     from standins.modal import ModalStandIn
 
-    from deepgym.images import image_name
     from deepgym.registration import register
     from deepgym.sandbox.modal import ModalProvider
 
@@ -110,7 +107,7 @@ def _modal(scratch: Path) -> Iterator[Case]:
         with environment(MODAL_SERVER_URL=standin.url):  # Modal's client reads its API address from there
             register("modal", ["base", "coin_change"], standin.manifest, provider=ModalProvider(**settings))
         # The client retries UNAVAILABLE and INTERNAL with back-off: a fault that lasts outnumbers the retries.
-        yield Case("modal", standin, lambda **options: ModalProvider(**{**settings, **options}), image_name("base"),
+        yield Case("modal", standin, lambda **options: ModalProvider(**{**settings, **options}), "base",
                    server_errors=(Status.INTERNAL, Status.UNAVAILABLE), rate_limit=Status.RESOURCE_EXHAUSTED,
                    lasting=11, env={"MODAL_SERVER_URL": standin.url, "MODAL_TOKEN_ID": standin.token_id,
                                     "MODAL_TOKEN_SECRET": standin.token_secret})

@@ -14,14 +14,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from standins import publish, require  # noqa: E402
-from support import verl_reward  # noqa: E402
+from support import image_ref, verl_reward  # noqa: E402
 
 require("daytona", "daytona")
 from standins.daytona import DaytonaStandIn  # noqa: E402
 
 from deepgym import DeepGym  # noqa: E402
+from deepgym.environments import load_environment  # noqa: E402
 from deepgym.errors import ConfigurationError  # noqa: E402
-from deepgym.images import image_name  # noqa: E402
+from deepgym.judging import Images  # noqa: E402
 from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, StartFailure  # noqa: E402
 from deepgym.sandbox.daytona import LABEL, DaytonaProvider  # noqa: E402
@@ -84,7 +85,7 @@ def wait_for_a_sandbox_of(standin, run_id: str, within_s: float = 30.0) -> None:
 def spec(provider, **fields):
     from deepgym.sandbox import SandboxSpec
 
-    return SandboxSpec(image=provider.image(image_name("base")).id, **fields)
+    return SandboxSpec(image=provider.image(image_ref(provider, "base")).id, **fields)
 
 
 # ------------------------------------------------------------------ coin_change through the real SDK
@@ -119,7 +120,7 @@ def test_each_sandbox_maps_network_lifetime_and_labels_to_daytonas_terms(provide
     from deepgym.sandbox import SandboxSpec
 
     before = len(standin.requests)
-    with provider.create(SandboxSpec(image=provider.image(image_name("base")).id, lifetime_s=150,
+    with provider.create(SandboxSpec(image=provider.image(image_ref(provider, "base")).id, lifetime_s=150,
                                      labels={"deepgym.environment": "coin_change"})):
         pass
     body = next(body for method, path, body in standin.requests[before:] if (method, path) == ("POST", "/api/sandbox"))
@@ -239,7 +240,7 @@ def test_row_auth_and_quota_refusals_are_provider_unavailable(standin, status):
 
 def test_row_unregistered_environment_is_image_missing(provider):
     with pytest.raises(ImageMissing, match="images register daytona two_sum"):
-        provider.image(image_name("two_sum"))
+        Images().resolve(provider, load_environment("two_sum"))
 
 
 def test_row_slow_create_past_the_timeout_is_start_failure_and_leaks_nothing(standin):

@@ -17,9 +17,9 @@ from standins import publish, require  # noqa: E402
 require("e2b", "e2b")
 require("uvicorn", "verl")  # the E2B stand-in serves its ASGI app with uvicorn (the verl extra has it)
 from standins.e2b import E2BStandIn  # noqa: E402
+from support import image_ref  # noqa: E402
 
 from deepgym import DeepGym  # noqa: E402
-from deepgym.images import image_name  # noqa: E402
 from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec, StartFailure  # noqa: E402,E501
 from deepgym.sandbox.e2b import LABEL, E2BProvider  # noqa: E402
@@ -54,7 +54,7 @@ def provider(standin):
 
 
 def spec(provider, **fields) -> SandboxSpec:
-    return SandboxSpec(image=provider.image(image_name("base")).id, **fields)
+    return SandboxSpec(image=provider.image(image_ref(provider, "base")).id, **fields)
 
 
 def test_each_sandbox_maps_network_lifetime_and_labels_to_e2bs_terms(provider, standin):
@@ -91,7 +91,7 @@ def test_row_bad_key_is_provider_unavailable(standin):
 
 def test_row_unknown_template_is_image_missing(provider):
     with pytest.raises(ImageMissing, match="no template"):
-        provider.create(SandboxSpec(image=provider.image(image_name("two_sum")).id))
+        provider.create(SandboxSpec(image=provider.image(image_ref(provider, "two_sum")).id))
 
 
 def test_row_slow_create_past_the_request_timeout_is_start_failure_and_leaks_nothing(standin):

@@ -17,8 +17,9 @@ require("modal", "modal")
 import modal  # noqa: E402
 from modal_proto import api_pb2  # noqa: E402
 
+from deepgym.environments import load_environment  # noqa: E402
 from deepgym.errors import ConfigurationError  # noqa: E402
-from deepgym.images import image_name  # noqa: E402
+from deepgym.judging import Images  # noqa: E402
 from deepgym.pushed import read_manifest  # noqa: E402
 from deepgym.registration import Registered, register, registered_name  # noqa: E402
 from deepgym.sandbox import (ExecOptions, ImageMissing, ProviderUnavailable, SandboxLost, SandboxSpec,  # noqa: E402
@@ -70,7 +71,7 @@ def test_row_bad_token_is_provider_unavailable(case):
 @pytest.mark.parametrize("case", MODAL, indirect=True)
 def test_row_an_unregistered_environment_is_image_missing_naming_register(case, provider):
     with pytest.raises(ImageMissing, match="images register modal two_sum"):
-        provider.image(image_name("two_sum"))
+        Images().resolve(provider, load_environment("two_sum"))
 
 
 @pytest.mark.parametrize("case", MODAL, indirect=True)
@@ -124,7 +125,7 @@ def test_an_image_an_older_deepgym_registered_is_never_used_and_registering_repl
         assert not case.standin.running(entry), "the runner, given 'sleep 60' as arguments, exited"
         box.terminate()
         with pytest.raises(ImageMissing, match=f"older deepgym.*images register modal {env}"):
-            old.image(image_name(env))
+            Images().resolve(old, load_environment(env))
     finally:
         old.close()
     for _ in range(2):

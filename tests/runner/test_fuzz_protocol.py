@@ -1,7 +1,7 @@
 """Fuzzing what a submission's worker may send back on its reply channel, through the runner's real reading
 and decoding: a process writes fuzzed bytes to the channel pipe in fuzzed pieces and ends in a fuzzed way;
-the runner's Supervised wait (deepgym/runner/sandbox.py) reads it as it reads a worker, and the reply goes
-through the step run_calls uses (deepgym/runner/function.py ``_reply``, then channels.worker_reply). Loading
+the runner's Supervised wait (deepgym/runner/confine/) reads it as it reads a worker, and the reply goes
+through the step run_calls uses (deepgym/runner/kinds/function.py ``_reply``, then channels.worker_reply). Loading
 and one call, as run_calls does them. Every outcome must be a Reply or a fault charged to the submission:
 never an exception (the runner's entry point would make it "no verdict") and never a fault of ours.
 

@@ -1,4 +1,4 @@
-"""Fuzzing the session services supervisor (deepgym/runner/services.py), whose socket takes whatever the agent
+"""Fuzzing the session services supervisor (deepgym/runner/episode/services.py), whose socket takes whatever the agent
 writes. Any request must be answered with one ``ok:`` or ``error:`` line, never crash or hang the supervisor,
 and never start or stop anything but a declared service, by a well-formed request naming it.
 

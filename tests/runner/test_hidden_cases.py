@@ -1,4 +1,4 @@
-"""Hidden cases stored at image build (deepgym/runner/hidden_cases.py): every function environment stores them,
+"""Hidden cases stored at image build (deepgym/runner/kinds/hidden_cases.py): every function environment stores them,
 a sample gets exactly what ``cases()`` returns, and a stale or unstorable variant is computed at run time."""
 
 from __future__ import annotations

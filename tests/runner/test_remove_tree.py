@@ -1,4 +1,4 @@
-"""The runner's removal of a sample's folders (deepgym/runner/privileges.py remove_tree), in-process, no Docker:
+"""The runner's removal of a sample's folders (deepgym/runner/confine/privileges.py remove_tree), in-process, no Docker:
 whatever the submission left there, and however it locked it, goes, and nothing outside is touched."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The worker zygote (deepgym/runner/forked.py, zygote.py) against the real image, in a fresh container per
+"""The worker zygote (deepgym/runner/confine/forked.py, zygote.py) against the real image, in a fresh container per
 sample and in warm mode: a function worker forked from the zygote is exactly as confined as a freshly
 exec'd one, holds nothing of the sample's hidden tests, and cannot reach the zygote or the runner.
 

@@ -1,4 +1,4 @@
-"""Fuzzing the ``computer`` action rules (deepgym/runner/computer.py), which the host and the desktop image's
+"""Fuzzing the ``computer`` action rules (deepgym/runner/episode/computer.py), which the host and the desktop image's
 supervisor both apply to what the policy sends. Any object must come back as a short text error or as an
 action inside the allowed set; an exception would end the episode as "no verdict" (the image's supervisor
 reports it as its own failure), and a key combination outside the set reaches the browser. In-process,

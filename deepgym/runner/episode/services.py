@@ -16,7 +16,7 @@ a name, the environment's own command, a loopback port and an HTTP health path. 
 - **The agent** asks through ``deepgym-service start NAME`` (this module's client, :func:`main`). A process
   it backgrounds itself is the agent's uid and dies in the pre-verification kill like any other.
 - **The verification** (:func:`stop_supervisor`, then :func:`health_harness` as the verifier's uid, then the
-  service uids killed and proved quiet, all in deepgym/runner/session.py): the supervisor is stopped first,
+  service uids killed and proved quiet, all in deepgym/runner/episode/verify.py): the supervisor is stopped first,
   so no queued request can start a service later; a service is healthy when a process of its uid is alive
   and its health path answers HTTP 200 over loopback. Whatever is found is reported; a service that is not
   running or not healthy is the agent's failure (scored 0, ``service_failed``), because only the agent's files

@@ -163,7 +163,7 @@ def verify(request: SessionRequest, confinement: Container | Local, emit) -> dic
 
 
 def check_services(processes: Processes, request: SessionRequest) -> dict[str, Any]:
-    """Stop the supervisor, check every service, then kill them all and prove it (deepgym/runner/services.py).
+    """Stop the supervisor, check every service, then kill them all and prove it (deepgym/runner/episode/services.py).
 
     Returns what was found, ``{name: {"running", "state", "status", "body", "error", "log"}}``, or a report:
     no verdict when our side failed, a scored 0 (``service_failed``) when a service was not running or did not
