@@ -4,6 +4,6 @@
 # providers' stand-ins). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/dev-env.sh --verl --trl --daytona --e2b --modal --ssh --datasets
+source scripts/dev-env.sh --verl --trl --daytona --daytona-sdk --e2b --modal --ssh --datasets
 "$VENV/bin/deepgym" images build
 exec "$VENV/bin/python" -m pytest "$@"
