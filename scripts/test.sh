@@ -5,7 +5,7 @@
 # 20 slowest tests. Arguments go to one pytest run instead (`scripts/test.sh tests/verdict/test_verdict.py -x`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/dev-env.sh --verl --trl --daytona --e2b --modal --ssh --datasets
+source scripts/dev-env.sh --verl --trl --daytona --daytona-sdk --e2b --modal --ssh --datasets
 "$VENV/bin/deepgym" images build
 if [ $# -gt 0 ]; then
   exec "$VENV/bin/python" -m pytest "$@"

@@ -103,11 +103,18 @@ class Worker:
             self._forked.close()
 
 
-def _reply(outcome: Ending, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
-    """The reply to loading (``call_id`` None) or to a call, or the fault that there is none."""
+def reply_of(outcome: Ending, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
+    """The reply to loading (``call_id`` None) or to a call, or the fault that there is none.
+
+    A failure reported while the OOM killer struck in the sandbox is ``solution_oom`` whatever the reply says:
+    the submission's own processes ran it out of memory, and its reply may arrive before the runner's next tick
+    would have seen the kill (a worker that waits for its OOM-killed child answers at once)."""
     if outcome.kind != "line":
         return Fault(*failure(outcome, doing, limits))
-    return worker_reply(outcome.line, call_id, limits.output_kb * 1024)
+    answer = worker_reply(outcome.line, call_id, limits.output_kb * 1024)
+    if outcome.usage.oom_kills and (isinstance(answer, Fault) or not answer["ok"]):
+        return Fault("solution_oom", f"the submission was killed by the out-of-memory killer while {doing}")
+    return answer
 
 
 def run_calls(processes: Processes, limits: Limits, budget: Budget, worker_args: tuple[str, str, str],
@@ -147,7 +154,7 @@ def run_calls(processes: Processes, limits: Limits, budget: Budget, worker_args:
                 worker = Worker(processes, limits, *worker_args)
                 loaded = worker.call(hello, limits, cpu_limit)
                 budget.spend(loaded.usage)
-                ready = _reply(loaded, "loading the submission", None, limits)
+                ready = reply_of(loaded, "loading the submission", None, limits)
                 if isinstance(ready, Fault):
                     # Loading is deterministic: every remaining case would fail the same way.
                     remaining = [case] if fail_fast else cases[index:]
@@ -163,7 +170,7 @@ def run_calls(processes: Processes, limits: Limits, budget: Budget, worker_args:
             outcome = worker.reply(meter, limits, cpu_limit, send)
             meter = meter.successor()
             budget.spend(outcome.usage)
-            reply = _reply(outcome, "running the case", call_ids[index], limits)
+            reply = reply_of(outcome, "running the case", call_ids[index], limits)
             if isinstance(reply, Fault):
                 results.append(fail(case, reply.error_type, reply.message, outcome.usage))
                 worker.close()

@@ -27,17 +27,16 @@ import secrets
 import shutil
 from typing import Any, Callable
 
-from ..channels import Fault, Reply, head, plain, shown, worker_reply
+from ..channels import Fault, Reply, head, plain, shown
 from ..confine.processes import Processes
-from ..confine.supervise import Ending
-from ..confine.supervise import failure
+from ..confine.supervise import Ending, failure
 from ..confine.usage import BrokenTests, Budget, Usage
 from ..confine.workspace import Workspace
 from ..literal import INVALID, decode, encode
 from ..protocol import Limits
 from . import program
 from .case_server import CaseServer
-from .function import Worker, run_calls
+from .function import Worker, reply_of, run_calls
 
 # verl 0.9.1 prime_code/testing_util.py, run_test: the header before every stdin and call-based solution.
 PRELUDE_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
@@ -266,7 +265,7 @@ class _AssertSession:
             self.worker = Worker(self.processes, self.limits, "function", self.workspace.scratch)
             loaded = self.worker.call(self.hello, self.limits, cpu_limit)
             self.budget.spend(loaded.usage)
-            ready = _reply(loaded, "loading the submission", None, self.limits)
+            ready = reply_of(loaded, "loading the submission", None, self.limits)
             if isinstance(ready, Fault):
                 self.load_fault = ready
                 return ready
@@ -274,7 +273,7 @@ class _AssertSession:
         outcome = self.worker.call({"id": call_id, "name": call.get("name"), "args": call.get("args"),
                                     "kwargs": call.get("kwargs")}, self.limits, cpu_limit)
         self.budget.spend(outcome.usage)
-        return _reply(outcome, "running a call of the tests", call_id, self.limits)
+        return reply_of(outcome, "running a call of the tests", call_id, self.limits)
 
     def run(self, tests: dict, start: int, fail_fast: bool) -> list[dict[str, Any]]:
         """Cases from ``start`` on, until one fails (with ``fail_fast``), the worker fails (the case in progress
@@ -329,12 +328,6 @@ class _AssertSession:
 
     def close(self) -> None:
         self._drop_worker()
-
-
-def _reply(outcome: Ending, doing: str, call_id: str | None, limits: Limits) -> Reply | Fault:
-    if outcome.kind != "line":
-        return Fault(*failure(outcome, doing, limits))
-    return worker_reply(outcome.line, call_id, limits.output_kb * 1024)
 
 
 def _tester_event(outcome: Ending, limits: Limits) -> dict | Fault:
