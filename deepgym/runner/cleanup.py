@@ -151,7 +151,7 @@ def empty(folder: str) -> list[str]:
     with file_rights(owner):
         frames = [_Frame(folder, owner, os.listdir(fd))]
     try:
-        while frames:
+        while True:
             frame = frames[-1]
             if frame.names:
                 name = frame.names.pop()
@@ -178,7 +178,6 @@ def empty(folder: str) -> list[str]:
                     os.rmdir(frame.name, dir_fd=fd)
                 except OSError:
                     left.append("/".join(f.name for f in frames) + "/" + frame.name)
-        return left
     finally:
         os.close(fd)
 

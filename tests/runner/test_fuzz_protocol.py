@@ -1,7 +1,7 @@
 """Fuzzing what a submission's worker may send back on its reply channel, through the runner's real reading
 and decoding: a process writes fuzzed bytes to the channel pipe in fuzzed pieces and ends in a fuzzed way;
 the runner's Supervised wait (deepgym/runner/confine/) reads it as it reads a worker, and the reply goes
-through the step run_calls uses (deepgym/runner/kinds/function.py ``_reply``, then channels.worker_reply). Loading
+through the step run_calls uses (deepgym/runner/kinds/function.py ``reply_of``, then channels.worker_reply). Loading
 and one call, as run_calls does them. Every outcome must be a Reply or a fault charged to the submission:
 never an exception (the runner's entry point would make it "no verdict") and never a fault of ours.
 
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepgym.runner.channels import Fault
-from deepgym.runner.kinds.function import _reply
+from deepgym.runner.kinds.function import reply_of
 from deepgym.runner.protocol import Limits, is_scored
 from deepgym.runner.confine.local import Local
 from deepgym.runner.confine.processes import Processes
@@ -107,7 +107,7 @@ def _converse(plan: dict) -> list:
             outcome = process.wait(process.processes.watch(), for_line=True, cpu_limit_s=LIMITS.case_cpu_s,
                                    wall_limit_s=LIMITS.case_wall_s, output_limit=LIMITS.output_kb * 1024,
                                    send=b'{"id": "%s"}\n' % call_id.encode() if call_id else b"")
-            reply = _reply(outcome, "running the case", call_id, LIMITS)
+            reply = reply_of(outcome, "running the case", call_id, LIMITS)
             outcomes.append(reply)
             if isinstance(reply, Fault):
                 break
@@ -175,7 +175,7 @@ def _batch(plan: dict, call_ids: list[str]) -> list:
     with _worker(plan) as process:
         limits = dict(cpu_limit_s=LIMITS.case_cpu_s, wall_limit_s=LIMITS.case_wall_s,
                       output_limit=LIMITS.output_kb * 1024)
-        loaded = _reply(process.wait(process.processes.watch(), for_line=True, **limits), "loading", None, LIMITS)
+        loaded = reply_of(process.wait(process.processes.watch(), for_line=True, **limits), "loading", None, LIMITS)
         outcomes.append(loaded)
         if isinstance(loaded, Fault):
             return outcomes
@@ -185,7 +185,7 @@ def _batch(plan: dict, call_ids: list[str]) -> list:
             outcome = process.wait(meter, for_line=True, send=send, **limits)
             send = b""
             meter = meter.successor()
-            reply = _reply(outcome, "running the case", call_id, LIMITS)
+            reply = reply_of(outcome, "running the case", call_id, LIMITS)
             outcomes.append(reply)
             if isinstance(reply, Fault):
                 break
@@ -218,3 +218,21 @@ def test_a_batch_of_replies_in_any_pieces_comes_back_whole_and_in_order(values: 
 def test_any_bytes_in_a_batch_are_replies_or_the_submissions_fault(plan: dict, count: int) -> None:
     for reply in _batch(plan, [CALL_ID] * count):
         _charged(reply)
+
+
+def test_a_failed_reply_while_the_oom_killer_struck_is_solution_oom():
+    """A worker that waits for its OOM-killed child answers before the runner's next tick would see the kill:
+    the window's OOM kills, read when the line arrives, decide. A right answer stays right."""
+    from deepgym.runner.confine.supervise import Ending
+    from deepgym.runner.confine.usage import Usage
+
+    failed = b'{"id": "%s", "ok": false, "error_type": "solution_error", "error": "boom", "raises": "E"}' % (
+        CALL_ID.encode())
+    right = b'{"id": "%s", "ok": true, "value": 3}' % CALL_ID.encode()
+    struck, calm = Usage(oom_kills=1), Usage()
+
+    assert reply_of(Ending("line", struck, line=failed), "running the case", CALL_ID, LIMITS).error_type \
+        == "solution_oom"
+    assert reply_of(Ending("line", struck, line=right), "running the case", CALL_ID, LIMITS)["ok"] is True
+    assert reply_of(Ending("line", calm, line=failed), "running the case", CALL_ID, LIMITS)["error_type"] \
+        == "solution_error"
