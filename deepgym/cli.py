@@ -21,6 +21,7 @@ from typing import Any
 
 from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundError, LocalModeNotAllowedError,
                      ManifestError)
+from .harbor.cli import add_harbor_commands
 from .integrations.verl_cli import add_verl_commands
 from .pushed import DEFAULT_MANIFEST
 from .registration import REGISTERING_PROVIDERS
@@ -331,6 +332,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_datasets)
 
     add_verl_commands(sub)
+    add_harbor_commands(sub)
     return top
 
 

@@ -127,6 +127,21 @@ def resolve_debian_image(requested: str | None, log: TextIO) -> str:
     return BOOTSTRAP_DEBIAN_IMAGE
 
 
+def _extra_target(root: Path, name: str, log: TextIO) -> str:
+    """The bake target of an environment outside docker-bake.hcl. One imported from Harbor (docs/harbor.md)
+    builds from its task's own base image, which is looked for (and pulled) first, so that one that cannot be
+    had stops the build with the image's name and the fix, not deep in bake's output."""
+    env = load_environment(name)
+    if not (env.path / "harbor.json").is_file():
+        return bake_target(name, str(env.path), env.kind)
+    from .harbor.bake import harbor_target
+    from .harbor.bases import check_bases
+
+    for pulled in check_bases(name, env.path):
+        print(f"deepgym: pulled {pulled}, the base image of {name}", file=log)
+    return harbor_target(name, env.path, root / "deepgym" / "runner")
+
+
 def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image: str | None = None,
           log: TextIO = sys.stderr) -> list[str]:
     """Build the images of ``names`` (every environment when None) through ``docker buildx bake``, with bake's
@@ -154,8 +169,7 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
         extra = [name for name in todo if name not in known]
         if extra:
             extra_file = Path(scratch, "environments.hcl")
-            extra_file.write_text("".join(bake_target(name, str(load_environment(name).path), load_environment(name).kind)
-                                          for name in extra))
+            extra_file.write_text("".join(_extra_target(root, name, log) for name in extra))
             command += ["--file", str(extra_file)]
         log.flush()
         if subprocess.run([*command, BASE, *todo], cwd=root, env=env, stdout=log, stderr=log).returncode != 0:
