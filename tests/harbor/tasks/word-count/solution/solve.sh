@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "$SENTENCE" | wc -w > /tmp/count.txt
