@@ -1,0 +1,240 @@
+"""`deepgym harbor import` on the six Harbor-format tasks under tests/harbor/tasks, without Docker: the folder it
+writes loads as a session environment, maps task.toml's timeouts, resources and network, keeps the task's
+Dockerfile verbatim ahead of the runner's layers, replays solution/ as the reference, hashes stably, and is
+built from the task's own context by bake."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from deepgym import images
+from deepgym.cli import main
+from deepgym.environments import load_environment
+from deepgym.errors import ConfigurationError, ImageBuildError
+from deepgym.harbor import bases
+from deepgym.harbor.bake import harbor_target
+from deepgym.harbor.importer import (SOLUTION_B64, SOLUTION_DIR, environment_name, import_task, import_tasks,
+                                     strip_canary)
+
+TASKS = Path(__file__).parent / "tasks"
+NAMES = {"hello-world": "hello_world", "csv-report": "csv_report", "kv-service": "kv_service",
+         "vault-repl": "vault_repl", "fix-git": "fix_git", "word-count": "word_count"}
+OFFLINE = {"debian:bookworm-slim": "deepgym-base:harbor"}
+
+
+@pytest.fixture
+def imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test task imported into a folder on DEEPGYM_ENVIRONMENTS."""
+    into = tmp_path / "envs"
+    import_tasks([TASKS / task for task in NAMES], into, base_map=OFFLINE)
+    monkeypatch.setenv("DEEPGYM_ENVIRONMENTS", str(into))
+    images.content_hash.cache_clear()
+    yield into
+    images.content_hash.cache_clear()
+
+
+def record(into: Path, name: str) -> dict:
+    return json.loads((into / name / "harbor.json").read_text())
+
+
+def test_every_task_loads_as_a_session_environment_with_its_budgets(imported: Path) -> None:
+    hello = load_environment("hello_world")
+    assert hello.kind == "session" and hello.variants == 1 and hello.difficulty == "easy"
+    assert (hello.session.episode_s, hello.session.verify_timeout_s, hello.session.step_timeout_s) == (120, 60, 120)
+    assert hello.tags == ("harbor", "files", "basics") and hello.title == "Write a greeting to a file"
+    csv_report = load_environment("csv_report")
+    assert (csv_report.limits.cpus, csv_report.limits.memory_mb) == (1.0, 1024)
+    assert csv_report.session.verify_timeout_s == 120 and csv_report.session.episode_s == 600
+    word_count = load_environment("word_count")
+    assert (word_count.limits.cpus, word_count.limits.memory_mb) == (2.0, 1024)  # memory = "1G"
+    assert {p.name for p in imported.iterdir()} == set(NAMES.values())
+
+
+def test_names_follow_the_task_directory() -> None:
+    assert environment_name(Path("tasks/fix-git")) == "fix_git"
+    assert environment_name(Path("/x/2048-Game.v2")) == "harbor_2048_game_v2"
+    assert environment_name(Path("/x/a")) == "harbor_a"
+
+
+def test_the_prompt_is_the_instruction_without_its_canary(imported: Path) -> None:
+    prompt = (imported / "hello_world" / "prompt.md").read_text()
+    assert prompt.startswith("Create the file `/app/hello.txt`") and "canary" not in prompt
+    assert strip_canary("# canary abc\n\nbody\n# canary later") == "body\n# canary later"
+
+
+def test_the_dockerfile_is_the_tasks_then_the_runner_in_layers_of_its_own(imported: Path) -> None:
+    original = (TASKS / "kv-service" / "environment" / "Dockerfile").read_text()
+    built = (imported / "kv_service" / "Dockerfile").read_text()
+    assert built.startswith(original.replace("FROM debian:bookworm-slim", "FROM deepgym-base:harbor"))
+    runner = built[len(original) - len("debian:bookworm-slim") + len("deepgym-base:harbor"):]
+    assert runner.lstrip().startswith("# ---- deepgym:")
+    assert "RUN --mount=type=bind,from=deepgym_runner" in runner and "from=deepgym_tests" in runner
+    assert "cp -a /app/. /opt/deepgym/start/0/" in runner  # the task's WORKDIR is the starting workspace
+    assert built.rstrip().endswith('ENTRYPOINT ["python3", "-I", "-B", "-m", "deepgym_runner"]\nCMD []')
+    assert "cp -a /app/repo/. " in (imported / "fix_git" / "Dockerfile").read_text()
+    assert (imported / "word_count" / "Dockerfile").read_text().startswith("FROM deepgym-base:harbor\n")
+
+
+def test_the_hidden_tests_hold_test_sh_and_a_verifier_that_refuses_to_judge(imported: Path) -> None:
+    tests = imported / "csv_report" / "tests"
+    for name in ("test.sh", "test_outputs.py"):
+        assert (tests / "harbor" / name).read_bytes() == (TASKS / "csv-report" / "tests" / name).read_bytes()
+    assert json.loads((tests / "session.json").read_text()) == {"probes": {}}
+    # It fails on import, before it reads anything: no verdict (verifier_error), never a 0 charged to the agent.
+    ran = subprocess.run([sys.executable, "-c", "import verify"], cwd=tests, capture_output=True, text=True)
+    assert ran.returncode != 0 and "needs deepgym's script verifier" in ran.stderr
+
+
+def unpack_reference(actions: list[str]) -> dict[str, tuple[int, bytes]]:
+    """The files the reference actions would unpack into /solution: {path: (mode, bytes)}."""
+    chunks = [a.split("'")[1] for a in actions[:-1]]
+    assert all(a.endswith(f"> {SOLUTION_B64}") for a in actions[:-1])
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(base64.b64decode("".join(chunks))))) as tar:
+        return {m.name: (m.mode, tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()}
+
+
+def test_the_reference_replays_solution_with_its_env(imported: Path) -> None:
+    actions = json.loads((imported / "csv_report" / "solutions" / "reference.json").read_text())["0"]
+    files = unpack_reference(actions)
+    assert files["solve.sh"] == (0o755, (TASKS / "csv-report" / "solution" / "solve.sh").read_bytes())
+    assert files["summarise.py"] == (0o644, (TASKS / "csv-report" / "solution" / "summarise.py").read_bytes())
+    assert actions[-1].endswith(f"bash {SOLUTION_DIR}/solve.sh")
+    final = json.loads((imported / "word_count" / "solutions" / "reference.json").read_text())["0"][-1]
+    assert final.startswith("export SENTENCE='the quick brown fox jumps'\n")
+    wrong = sorted(p.stem for p in (imported / "hello_world" / "solutions").glob("wrong_*.json"))
+    assert wrong == ["wrong_forged_reward", "wrong_planted_conftest"]  # deepgym check needs two
+    for stem in ("reference", *wrong):  # every action is a shell script bash accepts
+        for action in json.loads((imported / "hello_world" / "solutions" / f"{stem}.json").read_text())["0"]:
+            assert subprocess.run(["bash", "-n", "-c", action], capture_output=True).returncode == 0, action
+
+
+def test_the_reference_actions_really_run_solve_sh(tmp_path: Path) -> None:
+    """The replay, run by bash here with its two fixed paths moved into tmp_path: a solution bigger than one
+    action arrives whole in several, and solve.sh runs beside its files with solution.env exported."""
+    task = tmp_path / "big-task"
+    shutil.copytree(TASKS / "hello-world", task)
+    out = tmp_path / "out.txt"
+    (task / "task.toml").write_text((task / "task.toml").read_text() + f'\n[solution]\nenv = {{ OUT = "{out}" }}\n')
+    blob = os.urandom(150_000)
+    (task / "solution" / "blob.bin").write_bytes(blob)
+    (task / "solution" / "solve.sh").write_text('sha256sum < "$(dirname "$0")/blob.bin" | cut -c1-64 > "$OUT"\n')
+    actions = json.loads((import_task(task, tmp_path / "envs").path / "solutions" / "reference.json").read_text())["0"]
+    assert len(actions) >= 5  # 150 kB of random bytes is more than four 48 kB actions of base64
+    script = "\n".join(actions).replace(SOLUTION_B64, str(tmp_path / "b64")).replace(SOLUTION_DIR,
+                                                                                   str(tmp_path / "solution"))
+    (tmp_path / "replay.sh").write_text(script)
+    ran = subprocess.run(["bash", str(tmp_path / "replay.sh")], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert out.read_text().strip() == hashlib.sha256(blob).hexdigest()
+
+
+def test_network_env_and_the_service_are_recorded(imported: Path) -> None:
+    fix_git = record(imported, "fix_git")
+    assert fix_git["verifier"]["network"] is True and fix_git["agent"]["network"] is False
+    assert record(imported, "hello_world")["verifier"]["network"] is False
+    assert record(imported, "csv_report")["verifier"]["env"] == {"REPORT_PATH": "/app/report.json"}
+    kv = record(imported, "kv_service")
+    assert kv["entrypoint"] == '["/opt/kv/entrypoint.sh"]' and "8765/health" in kv["healthcheck"]["command"]
+    assert any("ENTRYPOINT" in w for w in kv["warnings"]) and any("healthcheck" in w for w in kv["warnings"])
+    assert fix_git["bases"] == ["deepgym-base:harbor"] and fix_git["base_map"] == OFFLINE
+    assert fix_git["workdir"] == "/app/repo"
+
+
+def test_the_content_hash_is_stable_and_covers_the_task(imported: Path, tmp_path: Path) -> None:
+    first = images.content_hash("csv_report")
+    import_task(TASKS / "csv-report", imported, base_map=OFFLINE, force=True)
+    images.content_hash.cache_clear()
+    assert images.content_hash("csv_report") == first  # importing again changes nothing
+    copy = tmp_path / "task" / "csv-report"
+    shutil.copytree(TASKS / "csv-report", copy)
+    (copy / "tests" / "test_outputs.py").write_text("def test_nothing():\n    pass\n")
+    import_task(copy, imported, base_map=OFFLINE, force=True)
+    images.content_hash.cache_clear()
+    assert images.content_hash("csv_report") != first
+
+
+def test_bake_builds_from_the_tasks_context_with_the_runner_and_tests_as_named_contexts(
+        imported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = harbor_target("csv_report", imported / "csv_report", Path("/r/deepgym/runner"))
+    assert f'context    = "{imported / "csv_report" / "environment"}"' in target
+    assert f'dockerfile = "{imported / "csv_report" / "Dockerfile"}"' in target
+    assert 'deepgym_runner = "/r/deepgym/runner"' in target and f'{imported / "csv_report" / "tests"}"' in target
+    assert 'labels     = environment_labels("csv_report")' in target and "inherits" not in target
+    checked = []
+    monkeypatch.setattr(bases, "check_bases", lambda name, path: checked.append(name) or [])
+    assert images._extra_target(Path("/r"), "csv_report", io.StringIO()) == target
+    assert checked == ["csv_report"]
+
+
+def test_a_base_image_that_cannot_be_had_stops_the_build_with_the_fix(imported: Path) -> None:
+    env = imported / "fix_git"
+    assert bases.check_bases("fix_git", env, has_image=lambda ref: True, pull=lambda ref: (False, "")) == []
+    assert bases.check_bases("fix_git", env, has_image=lambda ref: False,
+                             pull=lambda ref: (True, "")) == ["deepgym-base:harbor"]
+    with pytest.raises(ImageBuildError) as caught:
+        bases.check_bases("fix_git", env, has_image=lambda ref: False, pull=lambda ref: (False, "denied"))
+    said = str(caught.value)
+    assert "fix_git" in said and "deepgym-base:harbor is not on this engine and cannot be pulled (denied)" in said
+    assert "--base-map deepgym-base:harbor=LOCAL_IMAGE" in said and str(TASKS / "fix-git") in said
+    assert bases.recorded_bases(Path(images.__file__).parent.parent / "environments" / "two_sum") is None
+
+
+def test_base_map_items_are_checked() -> None:
+    assert bases.parse_base_map(["a:1=b:2", "c=d"]) == {"a:1": "b:2", "c": "d"}
+    for bad in ("ubuntu", "=x", "a=", "a=b c"):
+        with pytest.raises(ConfigurationError, match="expected FROM=TO"):
+            bases.parse_base_map([bad])
+    with pytest.raises(ConfigurationError, match="maps a twice"):
+        bases.parse_base_map(["a=b", "a=c"])
+
+
+def test_a_mapping_no_from_line_uses_is_a_warning(tmp_path: Path) -> None:
+    result = import_task(TASKS / "hello-world", tmp_path, base_map={**OFFLINE, "ubuntu:24.04": "x"})
+    assert any("--base-map: ubuntu:24.04 named by no FROM line" in w for w in result.warnings)
+
+
+def test_the_cli_imports_and_refuses_all_or_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    into = tmp_path / "envs"
+    assert main(["harbor", "import", str(TASKS / "hello-world"), str(TASKS / "fix-git"), "--into", str(into)]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"hello_world\t{into / 'hello_world'}", f"fix_git\t{into / 'fix_git'}"]
+    assert "fix-git: verifier.user" in err and "DEEPGYM_ENVIRONMENTS" in err
+    bad = tmp_path / "gpu-task"
+    shutil.copytree(TASKS / "word-count", bad)
+    toml = (bad / "task.toml").read_text()
+    (bad / "task.toml").write_text(toml.replace("[environment]\n", "[environment]\ngpus = 1\n"))
+    fresh = tmp_path / "fresh"
+    assert main(["harbor", "import", str(TASKS / "hello-world"), str(bad), "--into", str(fresh)]) == 2
+    assert "environment.gpus" in capsys.readouterr().err and not fresh.exists()
+    # an earlier import is replaced only with --force; a folder deepgym did not write never is
+    assert main(["harbor", "import", str(TASKS / "hello-world"), "--into", str(into)]) == 2
+    assert "pass --force" in capsys.readouterr().err
+    assert main(["harbor", "import", str(TASKS / "hello-world"), "--into", str(into), "--force"]) == 0
+    (into / "hello_world" / "harbor.json").unlink()
+    assert main(["harbor", "import", str(TASKS / "hello-world"), "--into", str(into), "--force"]) == 2
+    assert "was not written by deepgym harbor import" in capsys.readouterr().err
+
+
+def test_two_tasks_with_one_name_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    twin = tmp_path / "other" / "hello_world"
+    shutil.copytree(TASKS / "hello-world", twin)
+    with pytest.raises(ConfigurationError, match="would be written to"):
+        import_tasks([TASKS / "hello-world", twin], tmp_path / "envs")
+    assert not (tmp_path / "envs").exists()
+
+
+def test_the_cli_loads_no_importer_until_the_command_runs() -> None:
+    code = "import sys, deepgym.cli; sys.exit('deepgym.harbor.importer' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
