@@ -5,7 +5,7 @@ on a private registry). On a host without that registry the build would fail dee
 error that names neither the task nor a way out. So:
 
 - ``deepgym harbor import ... --base-map ubuntu:24.04=mirror.local/ubuntu:24.04`` rewrites the task's FROM
-  lines at import (the mapping is recorded in the environment's ``harbor.json``, and the rewritten
+  lines at import (``=base``: deepgym's own base image, :data:`DEEPGYM_BASE`) (the mapping is recorded in the environment's ``harbor.json``, and the rewritten
   Dockerfile is part of the content hash, so a mapped image is a different image, as it should be);
 - before ``deepgym images build`` runs bake for an imported environment, :func:`check_bases` looks for every
   base image locally and tries to pull each missing one; one that cannot be had stops the build with the
@@ -22,6 +22,10 @@ from pathlib import Path
 from ..errors import ConfigurationError, ImageBuildError
 
 RECORD = "harbor.json"
+DEEPGYM_BASE = "base"
+"""A ``--base-map`` target of this name is deepgym's own base image (Debian with python3, pytest and git),
+built in the same bake run through the named context ``base = "target:base"`` as deepgym's environments are:
+the way to build tasks written for Debian on a host without any registry."""
 
 
 def parse_base_map(items: Iterable[str]) -> dict[str, str]:
@@ -65,7 +69,7 @@ def check_bases(name: str, env_path: Path, *, has_image: Callable[[str], bool] =
     that were not imported from Harbor have nothing to check."""
     pulled = []
     for ref in recorded_bases(env_path) or []:
-        if has_image(ref):
+        if ref == DEEPGYM_BASE or has_image(ref):  # deepgym's base is built by the same bake run
             continue
         ok, said = pull(ref)
         if not ok:

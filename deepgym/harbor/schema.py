@@ -272,7 +272,11 @@ def _environment(task: HarborTask, env: dict[str, Any]) -> bool | None:
         task.memory_mb = _size_mb(task, "environment.memory", env["memory"])
         task.warn("environment.memory", "deprecated; read as memory_mb")
     if "memory_mb" in env:
-        task.memory_mb = int(_number(task, "environment.memory_mb", env["memory_mb"], 32, 65536))
+        memory_mb = int(_number(task, "environment.memory_mb", env["memory_mb"], 32, 65536))
+        if task.memory_mb is not None and task.memory_mb != memory_mb:
+            raise task.refuse("environment.memory_mb", f"{memory_mb} disagrees with memory = {env['memory']!r} "
+                              f"({task.memory_mb} MB)", "remove the deprecated memory")
+        task.memory_mb = memory_mb
     for key in ("storage_mb", "storage", "build_timeout_sec", "skills_dir"):
         if env.get(key) is not None:
             task.warn(f"environment.{key}", "has no meaning for a deepgym environment; ignored")

@@ -105,6 +105,7 @@ def test_a_compose_task_is_refused(tmp_path: Path) -> None:
     ("[environment]\ncpus = 0.1\n", r"environment.cpus: 0.1 is not a number from 0.5 to 64"),
     ("[environment]\nmemory_mb = 1000000\n", r"environment.memory_mb: 1000000 is not a number from 32 to 65536"),
     ('[environment]\nmemory = "lots"\n', r"environment.memory: 'lots' is not a size like 2G"),
+    ('[environment]\nmemory = "1G"\nmemory_mb = 512\n', r"environment.memory_mb: 512 disagrees with memory = '1G'"),
     ("[environment]\ngpus = -1\n", r"environment.gpus: -1 is not a whole number of GPUs"),
     ('[environment]\nallow_internet = "yes"\n', r"environment.allow_internet: 'yes' is not true or false"),
     ('[environment]\nworkdir = "app"\n', r"environment.workdir: 'app' is not an absolute path"),

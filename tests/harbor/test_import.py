@@ -31,7 +31,7 @@ from deepgym.harbor.importer import (SOLUTION_B64, SOLUTION_DIR, environment_nam
 TASKS = Path(__file__).parent / "tasks"
 NAMES = {"hello-world": "hello_world", "csv-report": "csv_report", "kv-service": "kv_service",
          "vault-repl": "vault_repl", "fix-git": "fix_git", "word-count": "word_count"}
-OFFLINE = {"debian:bookworm-slim": "deepgym-base:harbor"}
+OFFLINE = {"debian:bookworm-slim": "base"}  # deepgym's own base image, built by the same bake run
 
 
 @pytest.fixture
@@ -77,14 +77,14 @@ def test_the_prompt_is_the_instruction_without_its_canary(imported: Path) -> Non
 def test_the_dockerfile_is_the_tasks_then_the_runner_in_layers_of_its_own(imported: Path) -> None:
     original = (TASKS / "kv-service" / "environment" / "Dockerfile").read_text()
     built = (imported / "kv_service" / "Dockerfile").read_text()
-    assert built.startswith(original.replace("FROM debian:bookworm-slim", "FROM deepgym-base:harbor"))
-    runner = built[len(original) - len("debian:bookworm-slim") + len("deepgym-base:harbor"):]
+    assert built.startswith(original.replace("FROM debian:bookworm-slim", "FROM base"))
+    runner = built[len(original) - len("debian:bookworm-slim") + len("base"):]
     assert runner.lstrip().startswith("# ---- deepgym:")
     assert "RUN --mount=type=bind,from=deepgym_runner" in runner and "from=deepgym_tests" in runner
     assert "cp -a /app/. /opt/deepgym/start/0/" in runner  # the task's WORKDIR is the starting workspace
     assert built.rstrip().endswith('ENTRYPOINT ["python3", "-I", "-B", "-m", "deepgym_runner"]\nCMD []')
     assert "cp -a /app/repo/. " in (imported / "fix_git" / "Dockerfile").read_text()
-    assert (imported / "word_count" / "Dockerfile").read_text().startswith("FROM deepgym-base:harbor\n")
+    assert (imported / "word_count" / "Dockerfile").read_text().startswith("FROM base\n")
 
 
 def test_the_hidden_tests_hold_test_sh_and_a_verifier_that_refuses_to_judge(imported: Path) -> None:
@@ -148,7 +148,7 @@ def test_network_env_and_the_service_are_recorded(imported: Path) -> None:
     kv = record(imported, "kv_service")
     assert kv["entrypoint"] == '["/opt/kv/entrypoint.sh"]' and "8765/health" in kv["healthcheck"]["command"]
     assert any("ENTRYPOINT" in w for w in kv["warnings"]) and any("healthcheck" in w for w in kv["warnings"])
-    assert fix_git["bases"] == ["deepgym-base:harbor"] and fix_git["base_map"] == OFFLINE
+    assert fix_git["bases"] == ["base"] and fix_git["base_map"] == OFFLINE
     assert fix_git["workdir"] == "/app/repo"
 
 
@@ -178,17 +178,28 @@ def test_bake_builds_from_the_tasks_context_with_the_runner_and_tests_as_named_c
     assert checked == ["csv_report"]
 
 
-def test_a_base_image_that_cannot_be_had_stops_the_build_with_the_fix(imported: Path) -> None:
-    env = imported / "fix_git"
+def test_a_base_image_that_cannot_be_had_stops_the_build_with_the_fix(tmp_path: Path) -> None:
+    env = import_task(TASKS / "fix-git", tmp_path / "envs").path
     assert bases.check_bases("fix_git", env, has_image=lambda ref: True, pull=lambda ref: (False, "")) == []
     assert bases.check_bases("fix_git", env, has_image=lambda ref: False,
-                             pull=lambda ref: (True, "")) == ["deepgym-base:harbor"]
+                             pull=lambda ref: (True, "")) == ["debian:bookworm-slim"]
     with pytest.raises(ImageBuildError) as caught:
         bases.check_bases("fix_git", env, has_image=lambda ref: False, pull=lambda ref: (False, "denied"))
     said = str(caught.value)
-    assert "fix_git" in said and "deepgym-base:harbor is not on this engine and cannot be pulled (denied)" in said
-    assert "--base-map deepgym-base:harbor=LOCAL_IMAGE" in said and str(TASKS / "fix-git") in said
+    assert said.startswith("fix_git: the task's base image debian:bookworm-slim is not on this engine and cannot "
+                           "be pulled (denied)")
+    assert "--base-map debian:bookworm-slim=LOCAL_IMAGE" in said and str(TASKS / "fix-git") in said
     assert bases.recorded_bases(Path(images.__file__).parent.parent / "environments" / "two_sum") is None
+
+
+def test_deepgym_base_as_a_mapped_base_is_built_not_pulled(imported: Path) -> None:
+    def never(ref: str) -> bool:
+        raise AssertionError(f"looked for {ref}")
+
+    assert bases.check_bases("fix_git", imported / "fix_git", has_image=never, pull=never) == []
+    assert ', base = "target:base" }' in harbor_target("fix_git", imported / "fix_git", Path("/r"))
+    unmapped = import_task(TASKS / "fix-git", imported.parent / "unmapped").path
+    assert "target:base" not in harbor_target("fix_git", unmapped, Path("/r"))
 
 
 def test_base_map_items_are_checked() -> None:
