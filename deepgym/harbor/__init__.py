@@ -11,6 +11,7 @@ folder that deepgym's manifest loader, content hash and bake build treat like an
   runner appended in a layer of its own.
 - :mod:`.importer`: one task directory to one environment folder.
 - :mod:`.bases`: ``--base-map`` parsing, and the check before a build that every base image can be had.
+- :mod:`.bake`: the imported environment's bake target (the task's own context, deepgym's as named contexts).
 - :mod:`.cli`: the ``deepgym harbor`` subcommands; it imports the rest only when a command runs.
 
 Nothing here is imported by ``import deepgym``: the CLI adds the subcommand and loads the importer lazily.

@@ -44,6 +44,7 @@ def add_harbor_commands(sub: argparse._SubParsersAction) -> None:
                    help="the folder to write the environments into (put it on DEEPGYM_ENVIRONMENTS)")
     p.add_argument("--base-map", action="append", metavar="FROM=TO",
                    help="build from the image TO wherever a task's Dockerfile starts FROM the image FROM "
-                        "(repeatable; e.g. a local mirror of a base image this host cannot pull)")
+                        "(repeatable; e.g. a local mirror of a base image this host cannot pull; TO=base: "
+                        "deepgym's own Debian base image, built offline in the same run)")
     p.add_argument("--force", action="store_true", help="replace environments an earlier import wrote")
     p.set_defaults(func=cmd_import)
