@@ -214,7 +214,7 @@ class Episode:
                 first = self.actions.open(self, self._keep)
             except SandboxError as exc:
                 if isinstance(exc, ImageMissing):
-                    self.context.images.forget(self.env)
+                    self.context.images.forget(self.context.provider, self.env)
                 self._end(failure_result(exc, phase="start", **self.where()))
                 raise self._outcome from None
         if isinstance(first, str):
