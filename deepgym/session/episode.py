@@ -54,6 +54,9 @@ class Observation:
 
     text: str
     images: tuple[bytes, ...] = ()
+    screen: str | None = None
+    """A persistent terminal's screen as it shows after the step (:mod:`deepgym.session.terminal`); None for
+    other actions."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,374 @@
+"""The in-sandbox side of a persistent terminal: one interactive bash on a pseudo-terminal for the whole episode.
+
+``python3 -I -B -m deepgym_runner.episode.terminal``, as root (the container's three capabilities), through one
+exec whose stdin and stdout stay open for the episode: JSON lines in, JSON lines out, so an action costs one
+round trip on a stream that is already open instead of an exec per action. The first line is the start
+(:class:`TerminalRequest`), answered ``{"ready": true, "screen": ...}``; then each line is one action:
+
+- ``{"op": "type", "data": TEXT, "timeout_s": S}``: TEXT and Enter are typed, and the action ends when the
+  shell is back at its prompt with nothing of TEXT left unread, or at ``S``. When a program held the
+  terminal as it was typed (a REPL, a pager), the action also ends once the output has been quiet for
+  :data:`QUIET_S`: such a program has no prompt of the shell's to wait for.
+- ``{"op": "keys", "data": KEYS, "wait_s": S}``: raw keys, then exactly ``S`` of waiting (Terminus's shape).
+
+Each reply is ``{"output", "screen", "alternate", "timed_out", "exited"}``: the new output since the last reply
+as plain text (:func:`screen.plain`), the screen as a terminal shows it (:class:`screen.Screen`), whether a
+full-screen program holds the alternate screen, whether the wait hit its limit, and the shell's exit status
+once it has exited. A timed-out action is not interrupted: it goes on running, as in any terminal.
+
+**Who runs what.** This process drops to the runner's three capabilities, then forks the shell as the agent's
+uid (no capability, its own session, the terminal as its controlling tty) in the workspace, with a clean
+environment. The agent's processes share nothing with this process but the terminal: not its stdout, which
+only the host reads. This process is root's, so the agent can neither signal nor trace it; everything the
+agent starts runs as its uid and dies in the verification's kill (:mod:`verify`), which the host starts only
+after it closed this stream (its end: this process exits, and the terminal hangs up).
+
+**How the prompt is known.** PS1 ends in an OSC sequence carrying a nonce, which this process removes from the
+output and counts. The agent can print the same sequence, or change PS1: either only ends its own waits early
+or lets them run to the step's limit; nothing it prints reaches the host but as output.
+
+Output is drained all the time, so a program writing to the terminal never blocks on it, and kept bounded:
+:data:`KEEP_BYTES` of the head and of the tail of what came since the last reply, and the screen is fed at most
+:data:`SCREEN_BYTES` of it (a flood redraws the screen from its tail).
+"""
+
+from __future__ import annotations
+
+import codecs
+import fcntl
+import json
+import os
+import select
+import struct
+import sys
+import termios
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..confine.container import Container
+from ..confine.privileges import MAX_FD
+from ..protocol import MIN_UID
+from .screen import Screen, plain
+
+KEEP_BYTES = 64 << 10
+SCREEN_BYTES = 64 << 10
+QUIET_S = 0.5
+# How long the shell may take to show its first prompt.
+START_S = 10.0
+# A multi-line action's last prompt: how long the output must stay still after it (a later line's echo
+# would arrive within it).
+SETTLE_S = 0.002
+READ_BYTES = 1 << 16
+MARK = "\x1b]7770;{nonce}\x07"
+SHELL = ("/bin/bash", "--noprofile", "--norc", "-i")
+
+
+@dataclass(frozen=True)
+class TerminalRequest:
+    """The terminal's start: who the agent is, where it works, and the screen's size."""
+
+    nonce: str
+    agent_uid: int
+    workspace: str
+    rows: int = 40
+    cols: int = 160
+
+    def environment(self) -> dict[str, str]:
+        prompt = r"\w\$ \[" + MARK.format(nonce=self.nonce).replace("\x1b", r"\e").replace("\x07", r"\a") + r"\]"
+        return {"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "xterm", "LANG": "C.UTF-8",
+                "PATH": "/usr/local/bin:/usr/bin:/bin", "PS1": prompt, "PS2": "> ", "HISTFILE": ""}
+
+
+class Terminal:
+    """The shell on its pseudo-terminal, and what it has written since the last reply."""
+
+    def __init__(self, request: TerminalRequest):
+        self.request = request
+        self.marker = MARK.format(nonce=request.nonce).encode()
+        self.master, self.slave = os.openpty()
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", request.rows, request.cols, 0, 0))
+        os.fchmod(self.slave, 0o666)  # its owner (root) may: the agent reopens it as /dev/tty (less, getpass)
+        os.set_blocking(self.master, False)
+        self.pid = self._spawn()
+        self.pidfd = os.pidfd_open(self.pid)
+        self.exited: int | None = None
+        self.screen = Screen(request.rows, request.cols)
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.prompts = 0
+        self._carry = b""
+        self._head, self._tail, self._dropped = bytearray(), bytearray(), 0
+        self._pending, self._overflowed = bytearray(), False
+        self.last_output = time.monotonic()
+
+    def _spawn(self) -> int:
+        request = self.request
+        environment = request.environment()
+        pid = os.fork()
+        if pid == 0:  # the shell: nothing of this process's may survive the exec
+            try:
+                os.close(self.master)
+                os.setsid()
+                fcntl.ioctl(self.slave, termios.TIOCSCTTY, 0)
+                for fd in (0, 1, 2):
+                    os.dup2(self.slave, fd)
+                os.setgroups([])
+                os.setgid(request.agent_uid)
+                os.setuid(request.agent_uid)
+                os.chdir(request.workspace)
+                os.closerange(3, MAX_FD)
+                os.execve(SHELL[0], list(SHELL), environment)
+            finally:
+                os._exit(127)
+        return pid
+
+    # -- the shell's output -------------------------------------------------------------------------------
+
+    def drain(self) -> bool:
+        """Read what the terminal has; True when anything came."""
+        came = False
+        while True:
+            try:
+                data = os.read(self.master, READ_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return came
+            except OSError:  # EIO: no process holds the terminal any more
+                return came
+            if not data:
+                return came
+            came = True
+            self.last_output = time.monotonic()
+            self._take(data)
+
+    def _take(self, data: bytes) -> None:
+        """Count and remove the prompt's markers, holding back a tail that may begin one."""
+        data = self._carry + data
+        found = data.count(self.marker)
+        if found:
+            self.prompts += found
+            data = data.replace(self.marker, b"")
+        start = data.rfind(b"\x1b", max(0, len(data) - len(self.marker) + 1))
+        if start >= 0 and self.marker.startswith(data[start:]):
+            data, self._carry = data[:start], data[start:]
+        else:
+            self._carry = b""
+        self._keep(data)
+
+    def _keep(self, data: bytes) -> None:
+        self._pending += data
+        if len(self._pending) > SCREEN_BYTES:
+            self._overflowed = True
+            del self._pending[:-SCREEN_BYTES]
+        room = KEEP_BYTES - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        self._tail += data
+        if len(self._tail) > KEEP_BYTES:
+            self._dropped += len(self._tail) - KEEP_BYTES
+            del self._tail[:-KEEP_BYTES]
+
+    def new_output(self) -> str:
+        """The plain text of everything since the last call, its middle cut beyond :data:`KEEP_BYTES` a side."""
+        head, tail, dropped = bytes(self._head), bytes(self._tail), self._dropped
+        self._head, self._tail, self._dropped = bytearray(), bytearray(), 0
+        text = plain(head.decode("utf-8", "replace"))
+        if dropped:
+            text += f"\n[... {dropped} bytes of output cut ...]\n"
+        return text + plain(tail.decode("utf-8", "replace")) if tail else text
+
+    def render(self) -> str:
+        """The screen, after everything the terminal wrote (redrawn from the tail after a flood)."""
+        if self._overflowed:
+            self.screen.reset()
+            self.decoder.reset()
+            self._overflowed = False
+        self.screen.feed(self.decoder.decode(bytes(self._pending)))
+        self._pending = bytearray()
+        return self.screen.text()
+
+    # -- the shell's state --------------------------------------------------------------------------------
+
+    def at_prompt(self) -> bool:
+        """Whether the shell holds its terminal and has read everything typed."""
+        try:
+            foreground = os.tcgetpgrp(self.master)
+            unread = struct.unpack("i", fcntl.ioctl(self.slave, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            return False
+        return foreground == self.pid and unread == 0
+
+    def reap(self) -> None:
+        """Record the shell's exit status once it has exited."""
+        if self.exited is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid:
+                self.exited = os.waitstatus_to_exitcode(status)
+
+    def watched(self) -> list[int]:
+        """What the terminal's waits select on: its output, and the shell's end until it has ended."""
+        return [self.master] if self.exited is not None else [self.master, self.pidfd]
+
+    def wait(self, typing: bytes, timeout_s: float) -> bytes:
+        """Wait up to ``timeout_s`` for output or the shell's end, typing what the terminal takes of ``typing``;
+        returns what is left to type."""
+        readable, writable, _ = select.select(self.watched(), [self.master] if typing else [], [],
+                                              max(0.0, timeout_s))
+        if self.pidfd in readable:
+            self.reap()
+        if self.master in readable:
+            self.drain()
+        if writable:
+            try:
+                typing = typing[os.write(self.master, typing):]
+            except BlockingIOError:
+                pass
+            except OSError:  # no reader at all: the shell is gone, its exit is on its way
+                typing = b""
+        return typing
+
+    def act(self, typing: bytes, *, timeout_s: float, until_prompt: bool) -> bool:
+        """Type ``typing``, then wait: until the shell is back at its prompt (``until_prompt``, see the
+        module's docstring), else for all of ``timeout_s``. Returns whether the wait hit ``timeout_s``."""
+        self.drain()
+        deadline = time.monotonic() + timeout_s
+        held = not self.at_prompt()  # a program holds the terminal: no prompt of the shell's will come
+        several = typing.rstrip(b"\r").count(b"\r") + typing.count(b"\n") > 0
+        self.last_output = time.monotonic()
+        back = False  # the latest prompt came with everything typed read
+        while self.exited is None:
+            now = time.monotonic()
+            if until_prompt and not typing:
+                if back:
+                    if not several:
+                        return False
+                    # A later line's echo comes right after an earlier line's prompt: wait until it is still.
+                    prompts = self.prompts
+                    if not select.select([self.master], [], [], SETTLE_S)[0]:
+                        return False
+                    self.drain()
+                    back = self.prompts > prompts and self.at_prompt()
+                    continue
+                if held and now - self.last_output >= QUIET_S:
+                    return False
+            if now >= deadline:
+                return until_prompt
+            limit = deadline - now
+            if until_prompt and held and not typing:
+                limit = min(limit, self.last_output + QUIET_S - now)
+            prompts = self.prompts
+            typing = self.wait(typing, limit)
+            if self.prompts > prompts and not typing:
+                back = self.at_prompt()
+        return False
+
+    def reply(self, timed_out: bool) -> dict:
+        self.drain()
+        return {"output": self.new_output(), "screen": self.render(), "alternate": self.screen.alternate,
+                "timed_out": timed_out, "exited": self.exited}
+
+    def close(self) -> None:
+        """Hang up the terminal: its session gets SIGHUP (the verification kills the agent's uid anyway)."""
+        for fd in (self.master, self.slave, self.pidfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def problem(request: TerminalRequest) -> str | None:
+    """Why the terminal cannot start for ``request``, or None."""
+    if isinstance(request.agent_uid, bool) or not isinstance(request.agent_uid, int) or request.agent_uid < MIN_UID:
+        return f"the agent's uid {request.agent_uid!r} must be an integer of at least {MIN_UID}"
+    if not os.path.isabs(request.workspace) or not os.path.isdir(request.workspace):
+        return f"the workspace {request.workspace!r} is not a folder"
+    if not (4 <= request.rows <= 500 and 20 <= request.cols <= 1000):
+        return f"a screen of {request.rows}x{request.cols} is out of range"
+    return None
+
+
+def start(request: TerminalRequest) -> tuple[Terminal | None, dict]:
+    """The terminal, its shell at its first prompt, and the reply that says so (or why not)."""
+    said = problem(request) or Container().drop_privileges()
+    if said is not None:
+        return None, {"error": said}
+    terminal = Terminal(request)
+    deadline = time.monotonic() + START_S
+    while terminal.prompts == 0 and terminal.exited is None and time.monotonic() < deadline:
+        terminal.wait(b"", deadline - time.monotonic())
+    if terminal.exited is not None or terminal.prompts == 0:
+        output = terminal.reply(False)["output"][-1000:]
+        terminal.close()
+        return None, {"error": f"the shell did not reach its prompt (exit status {terminal.exited}): {output}"}
+    return terminal, {"ready": True, **terminal.reply(False)}
+
+
+def perform(terminal: Terminal, action: dict) -> dict:
+    """One action (see the module's docstring) and its reply."""
+    data = str(action["data"]).encode("utf-8", "surrogateescape")
+    if action["op"] == "type":
+        timed_out = terminal.act(data + b"\r", timeout_s=float(action["timeout_s"]), until_prompt=True)
+    elif action["op"] == "keys":
+        timed_out = terminal.act(data, timeout_s=float(action["wait_s"]), until_prompt=False)
+    else:
+        return {"error": f"unknown op {action['op']!r}"}
+    return terminal.reply(timed_out)
+
+
+def serve(terminal: Terminal, requests: int, emit: Callable[[dict], None], buffer: bytes) -> None:
+    """Answer each action line on ``requests`` (``buffer``: what was read of them already) until it ends,
+    draining the terminal in between."""
+    while True:
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            emit(perform(terminal, json.loads(line)))
+        readable = select.select([requests, *terminal.watched()], [], [])[0]
+        if terminal.pidfd in readable:
+            terminal.reap()
+        if terminal.master in readable:
+            terminal.drain()
+        if requests not in readable:
+            continue
+        data = os.read(requests, READ_BYTES)
+        if not data:
+            return
+        buffer += data
+
+
+def main() -> int:
+    out = sys.stdout.buffer
+
+    def emit(reply: dict[str, Any]) -> None:
+        out.write(json.dumps(reply).encode() + b"\n")
+        out.flush()
+
+    requests = sys.stdin.fileno()
+    terminal = None
+    try:
+        first = b""
+        while not first.endswith(b"\n"):
+            chunk = os.read(requests, READ_BYTES)
+            if not chunk:
+                return 2
+            first += chunk
+        line, _, rest = first.partition(b"\n")
+        terminal, reply = start(TerminalRequest(**json.loads(line)))
+        emit(reply)
+        if terminal is None:
+            return 1
+        serve(terminal, requests, emit, rest)
+    except Exception:  # noqa: BLE001 - a failure of ours is never the agent's: the host says so
+        emit({"error": "the terminal failed:\n" + traceback.format_exc(limit=8)})
+        return 1
+    finally:
+        if terminal is not None:
+            terminal.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
