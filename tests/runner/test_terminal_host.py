@@ -93,6 +93,17 @@ def test_several_lines_wait_for_the_last_prompt(term):
     assert reply["output"].rstrip().endswith("last\n/$"), reply["output"]
 
 
+def test_a_command_is_pasted_so_a_tab_is_kept_and_not_completed(term):
+    term.type("cat > Makefile <<EOF\nall:\n\techo made\nEOF")
+    assert "^Iecho made$" in term.type("cat -A Makefile")["output"]
+
+
+def test_without_pastes_several_lines_still_wait_for_the_last_prompt(term):
+    term.type("bind 'set enable-bracketed-paste off'")
+    reply = term.type("cd /\nsleep 0.3\necho last")
+    assert reply["output"].rstrip().endswith("last\n/$"), reply["output"]
+
+
 def test_a_repl_lives_across_actions(term):
     term.keys("python3 -q\r", 1.5)
     assert term.type("x = 6 * 7")["output"].endswith(">>>")

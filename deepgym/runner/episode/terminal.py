@@ -5,8 +5,9 @@ exec whose stdin and stdout stay open for the episode: JSON lines in, JSON lines
 round trip on a stream that is already open instead of an exec per action. The first line is the start
 (:class:`TerminalRequest`), answered ``{"ready": true, "screen": ...}``; then each line is one action:
 
-- ``{"op": "type", "data": TEXT, "timeout_s": S}``: TEXT and Enter are typed, and the action ends when the
-  shell is back at its prompt with nothing of TEXT left unread, or at ``S``. When a program held the
+- ``{"op": "type", "data": TEXT, "timeout_s": S}``: TEXT and Enter are typed (pasted, when the shell is at its
+  prompt: a tab stays a tab, not a completion, and several lines are one input), and the action ends when
+  the shell is back at its prompt with nothing of TEXT left unread, or at ``S``. When a program held the
   terminal as it was typed (a REPL, a pager), the action also ends once the output has been quiet for
   :data:`QUIET_S`: such a program has no prompt of the shell's to wait for.
 - ``{"op": "keys", "data": KEYS, "wait_s": S}``: raw keys, then exactly ``S`` of waiting (Terminus's shape).
@@ -61,7 +62,10 @@ START_S = 10.0
 # would arrive within it).
 SETTLE_S = 0.002
 READ_BYTES = 1 << 16
+DRAIN_READS = 16
 MARK = "\x1b]7770;{nonce}\x07"
+PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
+PASTES_ON, PASTES_OFF = b"\x1b[?2004h", b"\x1b[?2004l"
 SHELL = ("/bin/bash", "--noprofile", "--norc", "-i")
 
 
@@ -97,6 +101,8 @@ class Terminal:
         self.screen = Screen(request.rows, request.cols)
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.prompts = 0
+        self.pastes = False
+        """Whether the shell's line editor last said it takes bracketed pastes (readline does, at each prompt)."""
         self._carry = b""
         self._head, self._tail, self._dropped = bytearray(), bytearray(), 0
         self._pending, self._overflowed = bytearray(), False
@@ -126,9 +132,10 @@ class Terminal:
     # -- the shell's output -------------------------------------------------------------------------------
 
     def drain(self) -> bool:
-        """Read what the terminal has; True when anything came."""
+        """Read what the terminal has, at most :data:`DRAIN_READS` reads (a writer as fast as the reads must not
+        keep the requests waiting); True when anything came."""
         came = False
-        while True:
+        for _ in range(DRAIN_READS):
             try:
                 data = os.read(self.master, READ_BYTES)
             except (BlockingIOError, InterruptedError):
@@ -140,6 +147,7 @@ class Terminal:
             came = True
             self.last_output = time.monotonic()
             self._take(data)
+        return came
 
     def _take(self, data: bytes) -> None:
         """Count and remove the prompt's markers, holding back a tail that may begin one."""
@@ -148,6 +156,9 @@ class Terminal:
         if found:
             self.prompts += found
             data = data.replace(self.marker, b"")
+        on, off = data.rfind(PASTES_ON), data.rfind(PASTES_OFF)
+        if on != off:  # both -1 when neither came
+            self.pastes = on > off
         start = data.rfind(b"\x1b", max(0, len(data) - len(self.marker) + 1))
         if start >= 0 and self.marker.startswith(data[start:]):
             data, self._carry = data[:start], data[start:]
@@ -231,13 +242,20 @@ class Terminal:
                 typing = b""
         return typing
 
+    def command(self, text: bytes) -> bytes:
+        """``text`` as typed to run it: pasted (bracketed, so a tab is a tab and several lines are one input)
+        when the shell is at its prompt and its line editor said it takes pastes, then Enter."""
+        if self.pastes and self.at_prompt():
+            return PASTE_START + text.replace(PASTE_END, b"") + PASTE_END + b"\r"
+        return text + b"\r"
+
     def act(self, typing: bytes, *, timeout_s: float, until_prompt: bool) -> bool:
         """Type ``typing``, then wait: until the shell is back at its prompt (``until_prompt``, see the
         module's docstring), else for all of ``timeout_s``. Returns whether the wait hit ``timeout_s``."""
         self.drain()
         deadline = time.monotonic() + timeout_s
         held = not self.at_prompt()  # a program holds the terminal: no prompt of the shell's will come
-        several = typing.rstrip(b"\r").count(b"\r") + typing.count(b"\n") > 0
+        several = not typing.startswith(PASTE_START) and typing.rstrip(b"\r").count(b"\r") + typing.count(b"\n") > 0
         self.last_output = time.monotonic()
         back = False  # the latest prompt came with everything typed read
         while self.exited is None:
@@ -311,7 +329,8 @@ def perform(terminal: Terminal, action: dict) -> dict:
     """One action (see the module's docstring) and its reply."""
     data = str(action["data"]).encode("utf-8", "surrogateescape")
     if action["op"] == "type":
-        timed_out = terminal.act(data + b"\r", timeout_s=float(action["timeout_s"]), until_prompt=True)
+        terminal.drain()
+        timed_out = terminal.act(terminal.command(data), timeout_s=float(action["timeout_s"]), until_prompt=True)
     elif action["op"] == "keys":
         timed_out = terminal.act(data, timeout_s=float(action["wait_s"]), until_prompt=False)
     else:
