@@ -138,7 +138,8 @@ class Screen:
     def _escape(self, sequence: str) -> None:
         if sequence.startswith(("\x1b[", "\x9b")):
             body = sequence[2:] if sequence[0] == "\x1b" else sequence[1:]
-            self._csi(body[:-1], body[-1])
+            if body and "@" <= body[-1] <= "~":  # a CSI cut short by another escape is dropped
+                self._csi(body[:-1], body[-1])
         elif sequence == "\x1bD":
             self._index()
         elif sequence == "\x1bE":
@@ -158,7 +159,9 @@ class Screen:
 
     def _csi(self, params: str, final: str) -> None:
         private = params[:1] in ("?", ">", "=", "<")
-        numbers = [int(p) if p.isdigit() else 0 for p in (params[1:] if private else params).split(";")]
+        # At most 9 digits a parameter: int() refuses over 4300, and a screen is far smaller anyway.
+        numbers = [int(p[:9]) if p.isascii() and p.isdigit() else 0
+                   for p in (params[1:] if private else params).split(";")]
         first = numbers[0] or 1
         self.wrap_next = False
         if private:

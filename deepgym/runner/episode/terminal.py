@@ -80,6 +80,8 @@ class TerminalRequest:
     cols: int = 160
 
     def environment(self) -> dict[str, str]:
+        """The shell's whole environment: nothing of this process's, a prompt that ends in the marker, and no
+        history file (it would be written into the workspace that the verifier reads)."""
         prompt = r"\w\$ \[" + MARK.format(nonce=self.nonce).replace("\x1b", r"\e").replace("\x07", r"\a") + r"\]"
         return {"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "xterm", "LANG": "C.UTF-8",
                 "PATH": "/usr/local/bin:/usr/bin:/bin", "PS1": prompt, "PS2": "> ", "HISTFILE": ""}
@@ -284,7 +286,8 @@ class Terminal:
                 back = self.at_prompt()
         return False
 
-    def reply(self, timed_out: bool) -> dict:
+    def reply(self, timed_out: bool) -> dict[str, Any]:
+        """What the host is told after an action: see the module's docstring."""
         self.drain()
         return {"output": self.new_output(), "screen": self.render(), "alternate": self.screen.alternate,
                 "timed_out": timed_out, "exited": self.exited}
