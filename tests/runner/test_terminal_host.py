@@ -138,6 +138,10 @@ def test_a_forged_prompt_only_ends_its_own_wait(term):
     assert "after" in reply["output"] + term.type("true")["output"]
 
 
+def test_a_lone_surrogate_is_typed_as_a_question_mark(term):
+    assert "a?b" in term.type("echo 'a\ud800b'")["output"]
+
+
 def test_the_shell_exiting_is_reported(term):
     reply = term.type("exit 3")
     assert reply["exited"] == 3

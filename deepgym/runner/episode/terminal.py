@@ -330,7 +330,7 @@ def start(request: TerminalRequest) -> tuple[Terminal | None, dict]:
 
 def perform(terminal: Terminal, action: dict) -> dict:
     """One action (see the module's docstring) and its reply."""
-    data = str(action["data"]).encode("utf-8", "surrogateescape")
+    data = str(action["data"]).encode("utf-8", "replace")  # a lone surrogate is the agent's: typed as ?
     if action["op"] == "type":
         terminal.drain()
         timed_out = terminal.act(terminal.command(data), timeout_s=float(action["timeout_s"]), until_prompt=True)
