@@ -112,6 +112,14 @@ def test_a_repl_lives_across_actions(term):
     assert back["output"].rstrip().endswith("~$")
 
 
+def test_a_shell_in_the_shell_has_its_prompt_waited_for(term):
+    term.keys("bash --norc\r", 1.0)
+    started = time.monotonic()
+    reply = term.type("sleep 1; echo inner")
+    assert time.monotonic() - started >= 1 and "inner" in reply["output"] and not reply["timed_out"]
+    assert term.type("exit")["output"].rstrip().endswith("~$")
+
+
 def test_a_step_that_never_returns_times_out_and_keeps_running(term):
     reply = term.type("echo begun; sleep 30", timeout_s=0.5)
     assert reply["timed_out"] and "begun" in reply["output"]
