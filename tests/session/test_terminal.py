@@ -14,6 +14,7 @@ from deepgym.environments import load_environment
 from deepgym.images import build
 from deepgym.sandbox import ExecOptions
 from deepgym.session import TerminalSession
+from support import FILL_PIDS
 
 pytestmark = pytest.mark.docker
 ENV = "shell_organise_files"
@@ -116,6 +117,15 @@ def test_a_flooding_agent_gets_a_zero_and_its_observation_stays_bounded(gym):
         except NoVerdictError as exc:  # pragma: no cover - the failure this test exists for
             pytest.fail(f"a flood bought no verdict: {exc}")
     assert (verdict.score, verdict.passed) == (0.0, False)
+
+
+def test_a_fork_bomb_in_the_terminal_gets_a_zero(gym):
+    with gym.session(persistent(step_timeout_s=3)) as session:
+        session.start()
+        if not session.step(FILL_PIDS).done:
+            session.step("echo hello")
+        verdict = session.score()  # a Verdict: NoVerdictError would fail the test
+    assert verdict.score == 0.0 and verdict.error_type in ("policy_sandbox_failure", "wrong_answer")
 
 
 def test_a_provider_without_streams_is_refused_with_the_reason(monkeypatch, gym):
