@@ -32,6 +32,7 @@ import secrets
 from typing import Any, Callable
 
 from ..sandbox import ExecOptions, Sandbox, SandboxLost
+from ..sandbox.base import Stream
 from ..verdict import NoVerdictError
 from .channel import Channel
 from .episode import HOST_GRACE_S, Episode, Observation, Reply, Verification
@@ -51,13 +52,15 @@ class Terminal:
     def __init__(self, box: Sandbox):
         self.box = box
         self.channel: Channel | None = None
-        self._stream: Any = None
+        self._stream: Stream | None = None
 
     @property
     def id(self) -> str:
+        """The container's id, as for any episode's sandbox."""
         return self.box.id
 
     def attach(self, argv: tuple[str, ...], options: ExecOptions) -> Channel:
+        """Start the in-sandbox terminal, ``argv``, on a stream kept open; the channel to it."""
         self._stream = self.box.stream(argv, options)
         self.channel = Channel(self._stream.sock, "the terminal")
         return self.channel
@@ -69,6 +72,7 @@ class Terminal:
             stream.close()
 
     def close(self) -> None:
+        """Hang up, then remove the container (the episode closes its sandbox on every outcome)."""
         self.hang_up()
         self.box.close()
 
@@ -104,6 +108,7 @@ class TerminalActions(ShellActions):
         return Observation(first.text, screen=ready["screen"])
 
     def parse(self, episode: Episode, action: Any) -> tuple[Any, str | None]:
+        """A command or :class:`~deepgym.session.keys.Keys`, or why the action is neither."""
         try:
             return parse_action(action), None
         except ValueError as exc:
