@@ -127,6 +127,12 @@ def test_a_step_that_never_returns_times_out_and_keeps_running(term):
     assert "^C" in interrupted["output"] and interrupted["output"].rstrip().endswith("~$")
 
 
+def test_git_prints_without_a_pager(term):
+    term.type("git init -q repo && cd repo && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m first")
+    reply = term.type("git log --oneline", timeout_s=5)
+    assert not reply["timed_out"] and "first" in reply["output"]
+
+
 def test_a_pager_shows_its_screen_and_gives_the_terminal_back(term):
     term.type("seq 1 100 > numbers")
     shown = term.keys("less numbers\r", 1.0)

@@ -18,16 +18,17 @@ from support import FILL_PIDS
 
 pytestmark = pytest.mark.docker
 ENV = "shell_organise_files"
+SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest", "shell_fix_config")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def images():
-    build([ENV])
+    build(list(SHELL_ENVS))
 
 
-def persistent(**limits) -> object:
+def persistent(name: str = ENV, **limits) -> object:
     """The environment as a manifest with ``terminal: persistent`` (and ``limits``) would load it."""
-    env = load_environment(ENV)
+    env = load_environment(name)
     return dataclasses.replace(env, session=dataclasses.replace(env.session, terminal="persistent", **limits))
 
 
@@ -46,12 +47,17 @@ def test_the_manifests_opt_in_makes_a_terminal_whose_state_carries_over(gym):
     assert verdict.score == 0.0  # nothing was sorted
 
 
-def test_the_reference_scores_one_through_the_terminal(gym):
-    env = persistent()
-    with gym.session(env) as session:
+@pytest.mark.parametrize("name", SHELL_ENVS)
+@pytest.mark.parametrize("variant", [0, 1])
+def test_every_shell_reference_scores_one_through_the_terminal(gym, name, variant):
+    """Written for fresh shells, the references hold in one shell too (a service started from it included),
+    and none waits out its step: git prints without a pager."""
+    env = persistent(name)
+    with gym.session(env, variant=variant) as session:
         session.start()
-        for action in action_sequences(env, "reference")[0]:
-            assert not session.step(action).done
+        for action in action_sequences(env, "reference")[variant]:
+            step = session.step(action)
+            assert not step.done and "timed out" not in step.observation.text, step.observation.text
         assert session.score().score == 1.0
 
 

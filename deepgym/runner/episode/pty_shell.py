@@ -53,11 +53,13 @@ class TerminalRequest:
     cols: int = 160
 
     def environment(self) -> dict[str, str]:
-        """The shell's whole environment: nothing of this process's, a prompt that ends in the marker, and no
-        history file (it would be written into the workspace that the verifier reads)."""
+        """The shell's whole environment: nothing of this process's, a prompt that ends in the marker, no history
+        file (it would be written into the workspace that the verifier reads), and ``cat`` as the pager, so that
+        ``git log`` or ``man`` print and return instead of waiting for keys (``less`` still pages when asked)."""
         prompt = r"\w\$ \[" + MARK.format(nonce=self.nonce).replace("\x1b", r"\e").replace("\x07", r"\a") + r"\]"
         return {"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "xterm", "LANG": "C.UTF-8",
-                "PATH": "/usr/local/bin:/usr/bin:/bin", "PS1": prompt, "PS2": "> ", "HISTFILE": ""}
+                "PATH": "/usr/local/bin:/usr/bin:/bin", "PS1": prompt, "PS2": "> ", "HISTFILE": "",
+                "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
 
 
 class Terminal:
