@@ -46,11 +46,18 @@ def episode(gym: DeepGym, env_id: str, variant: int) -> tuple[float, list[dict],
 
 
 def container_memory_mib(gym: DeepGym, env_id: str) -> float:
+    """The memory of the busiest container of this client's run (labelled with its run id) while an episode
+    is open: the episode's desktop, or a ready one beside it, which holds the same programs."""
     with gym.session(env_id, 0) as session:
         session.start()
-        container = session._sandbox.box.id
-        used = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", container],
-                              capture_output=True, text=True, check=True).stdout.split("/")[0].strip()
+        containers = subprocess.run(["docker", "ps", "-q", "--filter", f"label=deepgym={gym.provider.run_id}"],
+                                    capture_output=True, text=True, check=True).stdout.split()
+        usages = subprocess.run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", *containers],
+                                capture_output=True, text=True, check=True).stdout.splitlines()
+    return max(_mib(usage.split("/")[0].strip()) for usage in usages)
+
+
+def _mib(used: str) -> float:
     number = float(used.rstrip("KMGiB"))
     return number / 1024 if used.endswith("KiB") else number * 1024 if used.endswith("GiB") else number
 
@@ -73,7 +80,7 @@ def main() -> None:
         for n in range(args.episodes):
             ready = gym._ready_desktops()
             give_up = time.monotonic() + 60
-            while time.monotonic() < give_up and not any(ready.ready.values()):
+            while time.monotonic() < give_up and not any(ready.waiting().values()):
                 time.sleep(0.05)
             warm.append(episode(gym, args.environment, n % 8))
     assert all(score == 1.0 for _, _, score in cold + warm), "a reference episode did not score 1.0"

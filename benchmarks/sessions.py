@@ -3,9 +3,12 @@
     python benchmarks/sessions.py                              # shell_organise_files, 16 episodes
     python benchmarks/sessions.py --env shell_repair_script -n 32 --parallel 4
 
-Measures, each as p50 and p95:
+Measures, each as p50 and p95, for both action channels of a shell episode in one run: a fresh ``bash -c``
+per action (an exec each), and the persistent terminal (``session.terminal: persistent``: one shell, one
+stream open for the episode):
 
-- start: ``Session.start()`` up to the first observation (a fresh container, the workspace copied in);
+- start: ``Session.start()`` up to the first observation (a fresh container, the workspace copied in; for
+  the terminal, its shell at its first prompt too);
 - action overhead: a shell action's wall time beyond its command's own (``true``, which takes about a
   millisecond inside; and ``sleep 0.2`` minus its 0.2 s);
 - verification: ``Session.score()``, the agent's processes killed and proved quiet, probes, the verifier;
@@ -17,6 +20,7 @@ Every reference episode must score 1.0, so a fast but wrong run cannot pass for 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -29,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import machine  # noqa: E402
 
 from deepgym import DeepGym, load_environment  # noqa: E402
+from deepgym.environments import Environment  # noqa: E402
 from deepgym.images import build  # noqa: E402
 from deepgym.authoring.replay import action_sequences  # noqa: E402
 
@@ -41,9 +46,15 @@ def quantiles(values: list[float]) -> str:
     return f"p50 {statistics.median(ordered) * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms"
 
 
-def costs(gym: DeepGym, env: str, episodes: int) -> dict[str, list[float]]:
+def channel(name: str, terminal: str) -> Environment:
+    """The environment with its shell actions on ``terminal`` (``fresh`` or ``persistent``)."""
+    env = load_environment(name)
+    return dataclasses.replace(env, session=dataclasses.replace(env.session, terminal=terminal))
+
+
+def costs(gym: DeepGym, env: Environment, episodes: int) -> dict[str, list[float]]:
     """One episode at a time: start, per-action overhead, verification."""
-    actions = action_sequences(load_environment(env), "reference")[0]
+    actions = action_sequences(env, "reference")[0]
     found: dict[str, list[float]] = {"start": [], "true": [], "sleep 0.2": [], "verify": []}
     for _ in range(episodes):
         with gym.session(env) as session:
@@ -66,8 +77,8 @@ def costs(gym: DeepGym, env: str, episodes: int) -> dict[str, list[float]]:
     return found
 
 
-def throughput(gym: DeepGym, env: str, episodes: int) -> float:
-    actions = action_sequences(load_environment(env), "reference")[0]
+def throughput(gym: DeepGym, env: Environment, episodes: int) -> float:
+    actions = action_sequences(env, "reference")[0]
 
     def episode(_: int) -> float:
         with gym.session(env) as session:
@@ -96,13 +107,16 @@ def main() -> None:
         print(f"machine: {machine()}")
         print(f"environment: {args.env}, {args.n} episodes, concurrency {gym.max_parallel}, load average "
               f"{os.getloadavg()[0]:.1f} at the start\n")
-        found = costs(gym, args.env, max(2, args.n // 2))
-        print(f"start to first observation    {quantiles(found['start'])}")
-        print(f"overhead per action (true)    {quantiles(found['true'])}")
-        print(f"overhead per action (sleep)   {quantiles(found['sleep 0.2'])}")
-        print(f"final verification            {quantiles(found['verify'])}")
-        print(f"episodes/s (reference, {len(action_sequences(load_environment(args.env), 'reference')[0])} actions) "
-              f"{throughput(gym, args.env, args.n):.2f}")
+        steps = len(action_sequences(load_environment(args.env), "reference")[0])
+        for terminal in ("fresh", "persistent"):
+            env = channel(args.env, terminal)
+            found = costs(gym, env, max(2, args.n // 2))
+            print(f"{terminal} shell:")
+            print(f"  start to first observation    {quantiles(found['start'])}")
+            print(f"  overhead per action (true)    {quantiles(found['true'])}")
+            print(f"  overhead per action (sleep)   {quantiles(found['sleep 0.2'])}")
+            print(f"  final verification            {quantiles(found['verify'])}")
+            print(f"  episodes/s (reference, {steps} actions) {throughput(gym, env, args.n):.2f}")
 
 
 if __name__ == "__main__":

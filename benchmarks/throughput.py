@@ -326,10 +326,14 @@ def run_062(python: str, mode: str, env: str, n: int, parallel: int) -> dict[str
 
 
 def run_baseline(checkout: str, tag: str, row: str, env: str, n: int, parallel: int) -> dict[str, float]:
-    """A deepgym row with the deepgym at ``checkout`` and its images tagged ``tag``, in a subprocess."""
+    """A deepgym row with the deepgym at ``checkout`` and its images tagged ``tag``, in a subprocess that runs
+    that checkout's own copy of this script (this one imports names the other may not have)."""
     variables = {**os.environ, "PYTHONPATH": checkout, "DEEPGYM_TAG": tag}
-    result = subprocess.run([sys.executable, __file__, "--row", row, "--envs", env, "-n", str(n), "--parallel",
-                             str(parallel)], env=variables, capture_output=True, text=True, check=True)
+    script = os.path.join(checkout, "benchmarks", "throughput.py")
+    result = subprocess.run([sys.executable, script, "--row", row, "--envs", env, "-n", str(n), "--parallel",
+                             str(parallel)], env=variables, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"the baseline's {row} row failed: {result.stderr[-2000:]}")
     return json.loads(result.stdout.splitlines()[-1])
 
 
@@ -428,7 +432,7 @@ def main() -> None:
                             runs.append((row, run_subprocess, (env, n, parallel)))
                     elif row in DEEPGYM_ROWS:
                         runs.append((row, run_deepgym, (row, env, n, parallel)))
-                        if args.baseline and row != "warm":
+                        if args.baseline:
                             checkout, _, tag = args.baseline.rpartition(":")
                             runs.append((f"{row} (baseline)", run_baseline, (checkout, tag, row, env, n, parallel)))
                     elif args.deepgym062 and env == "coin_change":  # DeepGym 0.6.2 has no such patch/program env
@@ -450,7 +454,9 @@ def main() -> None:
                 return statistics.mean(values) if values else None
             for this, that in (("strict", "engine"), ("strict", "engine-defaults"), ("engine-bare", "engine"), ("strict", "engine-bare"),
                                ("strict", "engine-runner"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
-                               ("local", "0.6.2-local"), ("strict", "strict (baseline)"), ("warm", "strict"),
+                               ("local", "0.6.2-local"), ("strict", "strict (baseline)"),
+                               ("strict-cold", "strict-cold (baseline)"), ("warm", "warm (baseline)"),
+                               ("local", "local (baseline)"), ("warm", "strict"),
                                ("warm", "local"), ("warm", "0.6.2-local"), ("warm", "subprocess")):
                 if mean(this) and mean(that):
                     print(f"  {env} parallel {parallel}: {this} / {that} = {mean(this) / mean(that):.2f}")

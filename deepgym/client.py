@@ -28,7 +28,7 @@ from .pushed import pinned_refs
 from .rows import RowTask
 from .sample import Sample, batch_tasks, prepare
 from .sandbox import MODES, make_provider
-from .session import DesktopSession, Session
+from .session import DesktopSession, Session, TerminalSession
 from .session.desktop import Desktop
 from .session.episode import Context
 from .sandbox.ready import ReadyPool
@@ -127,14 +127,18 @@ class DeepGym(AsyncFaces):
 
     def session(self, env: str | Environment, variant: int = 0) -> Session | DesktopSession:
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager
-        returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``); for a
+        returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``), or its
+        :class:`deepgym.session.TerminalSession` when the manifest asks for a persistent terminal; for a
         ``desktop`` environment, a :class:`deepgym.session.DesktopSession` with the same interface."""
         context = Context(provider=self.provider, images=self.images, admission=self.admission, monitor=self.monitor,
                           runtime=self.backend)
-        if load_environment(env).kind == "desktop":
+        environment = load_environment(env)
+        if environment.kind == "desktop":
             ready = self._ready_desktops()
             take = (lambda spec, screen: ready.take(DesktopKind(spec, screen))) if ready is not None else None
             return DesktopSession(context, env, variant, take)
+        if environment.session is not None and environment.session.terminal == "persistent":
+            return TerminalSession(context, env, variant)
         return Session(context, env, variant)
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ screen         no        desktop environments only: ``{width, height}`` in pixel
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ from .bundle import environment_roots
 from .errors import EnvironmentNotFoundError, ManifestError
 from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
 from .sandbox.base import SandboxSpec
+from .session_limits import SessionLimits, session_limits
 
 DIFFICULTIES = ("easy", "medium", "hard")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
@@ -75,24 +76,6 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
     # At least half a CPU: below a third, a busy submission would look starved by the host (see Limits).
     "cpus": (0.5, 64),
 }
-
-
-@dataclass(frozen=True)
-class SessionLimits:
-    """The budgets of one session episode, all enforced by deepgym (verl's agent loop has no timeout)."""
-
-    max_steps: int = 30
-    """Actions per episode; the episode is done after the last one."""
-    step_timeout_s: float = 30.0
-    """Wall-clock limit of one action: past it, every process of the agent is killed, the partial output comes
-    back with ``[timed out after N s]``, and the episode goes on."""
-    episode_s: float = 600.0
-    """Wall-clock budget of the whole episode from its first observation, the model's own time between actions
-    included (it bounds the container's life); an action never runs past what is left of it."""
-    verify_timeout_s: float = 60.0
-    """Wall-clock limit of the final verifier."""
-    output_chars: int = 8000
-    """Longest observation text: longer output keeps its head and tail around a marker."""
 
 
 @dataclass(frozen=True)
@@ -148,11 +131,6 @@ def _services(path: Path, raw: Any) -> tuple[ServiceSpec, ...]:
     if len({s.name for s in services}) < len(services) or len({s.port for s in services}) < len(services):
         raise _fail(path, "services", "two services share a name or a port", "give each its own")
     return tuple(services)
-
-
-SESSION_RANGES: dict[str, tuple[float, float]] = {
-    "max_steps": (1, 1000), "step_timeout_s": (0.5, 3600), "episode_s": (1, 86400), "verify_timeout_s": (1, 3600),
-    "output_chars": (256, 1 << 20)}
 
 
 @dataclass(frozen=True)
@@ -216,26 +194,6 @@ def _limits(path: Path, raw: Any) -> Limits:
         raise _fail(path, "limits.total_cpu_s", f"{limits.total_cpu_s:g} is below case_cpu_s ({limits.case_cpu_s:g})",
                     "make the total CPU limit at least the per-case limit")
     return limits
-
-
-def _session(path: Path, raw: Any) -> SessionLimits:
-    if raw is None:
-        return SessionLimits()
-    if not isinstance(raw, dict):
-        raise _fail(path, "session", f"must be a mapping, got {type(raw).__name__}", "write `key: value` lines")
-    known = {f.name: f for f in fields(SessionLimits)}
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in known:
-            raise _fail(path, f"session.{key}", "unknown setting", f"use one of {', '.join(known)}")
-        low, high = SESSION_RANGES[key]
-        integral = known[key].type == "int"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integral and not isinstance(value, int)) \
-                or not low <= value <= high:
-            raise _fail(path, f"session.{key}", f"{value!r} is not {'an integer' if integral else 'a number'} in range",
-                        f"give a value between {low:g} and {high:g}")
-        values[key] = value
-    return SessionLimits(**values)
 
 
 def _screen(path: Path, raw: Any) -> tuple[int, int]:
@@ -309,7 +267,9 @@ def parse_manifest(path: Path) -> Environment:
         raise _fail(path, "isolation", f"a {data['kind']} episode has a container of its own", "remove the key")
     session = None
     if data["kind"] in ("session", "desktop"):
-        session = _session(path, data.get("session"))
+        session = session_limits(path, data.get("session"))
+        if data["kind"] == "desktop" and session.terminal != "fresh":
+            raise _fail(path, "session.terminal", "a desktop has no shell", "remove the key")
     elif "session" in data:
         raise _fail(path, "session", f"{data['kind']} tasks have no session budgets", "remove the key")
     services: tuple[ServiceSpec, ...] = ()

@@ -129,10 +129,11 @@ class Images:
             self._resolved[name] = (image.id, "current")
         return image.id, "current"
 
-    def forget(self, env: Environment) -> None:
+    def forget(self, provider: Provider, env: Environment) -> None:
+        """Drop what :meth:`resolve` remembered of ``env``'s image on ``provider`` (it went missing)."""
+        key = registered_name(env.id) if provider.registers_images else self.ref(env)
         with self._lock:
-            self._resolved.pop(self.ref(env), None)
-            self._resolved.pop(registered_name(env.id), None)
+            self._resolved.pop(key, None)
 
 
 def runner_exit(result: ExecResult) -> int | None:
@@ -193,7 +194,7 @@ def _observe(provider: Provider, env: Environment, request: Request, images: Ima
                                   ExecOptions(stdin=request.to_json().encode() + b"\n", timeout_s=timeout_s))
     except SandboxError as exc:
         if isinstance(exc, ImageMissing):
-            images.forget(env)
+            images.forget(provider, env)
         return RunFacts(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
     return RunFacts(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,

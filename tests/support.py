@@ -243,3 +243,14 @@ def image_ref(provider, name: str) -> str:
     from deepgym.registration import registered_name
 
     return registered_name(name) if provider.registers_images else image_name(name)
+
+
+FILL_PIDS = ("python3 -c 'import os, time\n"
+             "while True:\n"
+             "    try:\n"
+             "        os.fork()\n"
+             "    except OSError:\n"
+             "        time.sleep(0.005)\n"
+             "' >/dev/null 2>&1 & sleep 1; echo filled")
+"""Processes that take every pid the sandbox has and retake any that frees up (python's fork fails at once
+where bash's would retry)."""

@@ -18,6 +18,7 @@ serve again. After a ``retire`` it exits; at the end of stdin too (its host went
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import signal
@@ -29,7 +30,7 @@ from .confine import procfs
 from .confine.container import Container
 from .confine.forked import Workers
 from .confine.privileges import drop_privileges
-from .oneshot import judge_request
+from .oneshot import JUDGES, judge_request
 from .protocol import DEFAULT_ENV_DIR, SCRATCH_ROOT, SERVE_MARKER, Request
 
 PIDS_EVENTS = Path("/sys/fs/cgroup/pids/pids.events")
@@ -102,6 +103,8 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
     network, ipc_ids = NetworkState(), IpcIds()
     problem = problem or ipc_ids.moved()
     procfs.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
+    for judge in JUDGES.values():  # every kind's judge imported once here, not again in each child
+        importlib.import_module(judge, __package__)
     served: set[int] = set()
     while True:
         line = sys.stdin.buffer.readline()

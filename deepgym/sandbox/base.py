@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 IMAGE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner")
 # The in-sandbox side of a shell episode (deepgym.runner.episode.verify), as the image carries it.
 IMAGE_EPISODE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.verify")
+# A persistent terminal's in-sandbox side (deepgym.runner.episode.terminal), as the image carries it.
+IMAGE_TERMINAL = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.terminal")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 
@@ -170,6 +172,12 @@ class Sandbox(ABC):
         """Run ``argv`` (no shell) and wait for it under ``options.timeout_s``. Raises SandboxError only for
         an infrastructure failure; any exit status, a timeout or an output flood is in the result."""
 
+    def stream(self, argv: Sequence[str], options: ExecOptions) -> Stream:
+        """Start ``argv`` with its stdin and stdout kept open for the caller: a capability of the providers whose
+        :attr:`Provider.streams` is true. ``options.timeout_s`` does not apply (the caller's reads have their
+        own deadlines); ``stdin`` must be empty. Raises SandboxError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot keep a command's stream open")
+
     @abstractmethod
     def put(self, path: str, file: File) -> None:
         """Write ``file`` at ``path`` (absolute; its folder exists) with its mode and owner."""
@@ -226,6 +234,8 @@ class EpisodeRunner:
     This default is the image's: its runner, confined, with the agent and the verifier as uids of their own."""
 
     argv: tuple[str, ...] = IMAGE_EPISODE_RUNNER
+    terminal_argv: tuple[str, ...] = IMAGE_TERMINAL
+    """A persistent terminal's in-sandbox side (:mod:`deepgym.runner.episode.terminal`)."""
     own_uids = True
     """Whether commands run as the uid they are given: services (run as uids of their own) need it."""
 
@@ -254,6 +264,15 @@ class AttachedRun(Protocol):
     def close(self) -> None: ...
 
 
+class Stream(Protocol):
+    """A command of a sandbox whose stdio the caller holds (:meth:`Sandbox.stream`): ``sock`` carries it (Docker's
+    multiplexed frames), and ``close()`` closes the stream, which ends the command's stdin."""
+
+    sock: socket.socket
+
+    def close(self) -> None: ...
+
+
 class WarmRuns(Protocol):
     """A provider's warm sandboxes (:meth:`Provider.warm_pool`): each judges many samples, one at a time, each
     under uids it never had (docs/warm.md)."""
@@ -275,6 +294,8 @@ class Provider(ABC):
     (:mod:`deepgym.sandbox.quota`)."""
     attaches: ClassVar[bool] = False
     """Whether :meth:`start_attached` works here: a sandbox's main process with its stdio on one stream."""
+    streams: ClassVar[bool] = False
+    """Whether its sandboxes' :meth:`Sandbox.stream` works: a command whose stdio stays open for many requests."""
     process_isolation: ClassVar[bool] = False
     """Whether a sample may ask for ``isolation="process"`` here: the provider has warm sandboxes
     (:meth:`warm_pool`), or isolates nothing either way."""

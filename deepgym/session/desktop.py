@@ -13,7 +13,7 @@ the app's own state events.
 sandbox (no network, read-only root, a ``noexec`` /tmp, CAP_SETUID, CAP_SETGID and CAP_KILL for root only).
 Its main process is the trusted supervisor (``deepgym_desktop``), attached (:meth:`Provider.start_attached
 <deepgym.sandbox.base.Provider.start_attached>`, on providers that :attr:`~deepgym.sandbox.base.Provider.attaches`):
-the host's requests and its replies cross that one stream as JSON lines (:class:`Channel`), so an action costs
+the host's requests and its replies cross that one stream as JSON lines (:class:`~deepgym.session.channel.Channel`), so an action costs
 no ``docker exec``. The supervisor starts the display, the recorder, the action daemon and the browser, each as a
 user of its own, and says ``ready``; the agent has no shell and no process: its only channel is the action,
 checked here and again inside (:mod:`deepgym.runner.episode.computer`).
@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..environments import Environment
 from ..runner.episode.computer import describe, parse_action
-from ..sandbox.frames import STDOUT, FrameReader
 from ..sandbox import ExecOptions, Provider, SandboxLost, SandboxSpec, StartFailure
 from ..verdict import NoVerdictError
+from .channel import Channel
 from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 SUPERVISOR = ("python3", "-I", "-B", "-m", "deepgym_desktop")
 READY_S = 60.0
 START_S = 30.0
-MAX_LINE_BYTES = 16 << 20
 Take = Callable[[SandboxSpec, "tuple[int, int]"], "Desktop | None"]
 """Where an episode takes a ready desktop from (the client's :func:`deepgym.session.ready.ready_desktops`): one made for
 this spec and screen, or None."""
@@ -65,43 +64,6 @@ def task_text(env: Environment, variant: int) -> str:
     width, height = env.screen
     return (env.prompt.rstrip().format_map(load_variant(env, variant))
             + f"\n\nThe screen is {width}x{height} pixels; (0, 0) is its top left corner.")
-
-
-class Channel:
-    """JSON lines to and from the supervisor over the container's attached stream (the engine's multiplexed
-    frames, :mod:`deepgym.sandbox.frames`; the lines are on stdout)."""
-
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self._reader = FrameReader(sock, chunk=1 << 18)
-        self._out = bytearray()
-
-    def send(self, message: dict) -> None:
-        try:
-            self.sock.sendall(json.dumps(message).encode() + b"\n")
-        except OSError as exc:
-            raise SandboxLost(f"the desktop's stream is gone: {exc}") from None
-
-    def receive(self, timeout_s: float) -> dict | None:
-        """The next line, or None at the timeout. Raises SandboxLost when the stream ended."""
-        deadline = time.monotonic() + timeout_s
-        while b"\n" not in self._out:
-            try:
-                frames = self._reader.read(deadline)
-            except socket.timeout:
-                return None
-            except OSError as exc:
-                raise SandboxLost(f"the desktop's stream failed: {exc}") from None
-            if frames is None:
-                raise SandboxLost("the desktop's supervisor ended its stream (the container stopped)")
-            for stream, payload in frames:
-                if stream == STDOUT:
-                    self._out.extend(payload)
-            if len(self._out) > MAX_LINE_BYTES:
-                raise SandboxLost("the desktop's supervisor sent a line beyond the limit")
-        line, _, rest = bytes(self._out).partition(b"\n")
-        self._out = bytearray(rest)
-        return json.loads(line)
 
 
 class Desktop:
@@ -133,7 +95,7 @@ def launch(provider: Provider, spec: SandboxSpec, screen: tuple[int, int]) -> De
     StartFailure (it is removed then)."""
     box = provider.start_attached(spec, [*SUPERVISOR, str(screen[0]), str(screen[1])],
                                 ExecOptions(timeout_s=READY_S, user="0:0"))
-    channel = Channel(box.sock)
+    channel = Channel(box.sock, "the desktop's supervisor")
     try:
         ready = channel.receive(READY_S)
         if ready is None or not ready.get("ready"):

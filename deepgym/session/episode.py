@@ -54,6 +54,9 @@ class Observation:
 
     text: str
     images: tuple[bytes, ...] = ()
+    screen: str | None = None
+    """A persistent terminal's screen as it shows after the step (:mod:`deepgym.session.terminal`); None for
+    other actions."""
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,7 @@ class Episode:
                 first = self.actions.open(self, self._keep)
             except SandboxError as exc:
                 if isinstance(exc, ImageMissing):
-                    self.context.images.forget(self.env)
+                    self.context.images.forget(self.context.provider, self.env)
                 self._end(failure_result(exc, phase="start", **self.where()))
                 raise self._outcome from None
         if isinstance(first, str):

@@ -169,10 +169,13 @@ class ShellActions:
 
 class Session(Episode):
     """One episode of a ``session`` environment in its own container: an :class:`Episode` acted on with shell
-    commands (:class:`ShellActions`)."""
+    commands, each a fresh ``bash -c`` (:class:`ShellActions`); a subclass acts through another
+    :attr:`actions_class` (:class:`~deepgym.session.terminal.TerminalSession`: a persistent terminal)."""
+
+    actions_class: type[ShellActions] = ShellActions
 
     def __init__(self, context: Context, env: str | Environment, variant: int = 0):
-        super().__init__(context, env, variant, ShellActions(context))
+        super().__init__(context, env, variant, self.actions_class(context))
 
     @property
     def workspace(self) -> str:

@@ -123,7 +123,7 @@ class HostLoad:
         self.procs += [subprocess.Popen([sys.executable, "-c", self.BUSY]) for _ in range(count)]
         wait_for_cpu_pressure()
 
-    def heavy_containers(self, count: int, cpu_shares: int = 262144) -> None:
+    def heavy_containers(self, count: int, cpu_shares: int) -> None:
         for _ in range(count):
             started = subprocess.run(["docker", "run", "-d", "--rm", "--network", "none", "--label", "deepgym-test-load",
                                       "--cpu-shares", str(cpu_shares), "--entrypoint", "python3", image_name("base"),
@@ -166,8 +166,10 @@ def wait_for_submission(container: str, uid: int = 10000, timeout: float = 60.0)
     """Wait until a process of the submission's ``uid`` runs in ``container``: the submission is in play."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        listed = subprocess.run(["docker", "top", container, "-eo", "uid"], capture_output=True, text=True).stdout
-        if str(uid) in listed.split()[1:]:
+        # docker top refuses a format without the pid column ("Couldn't find PID field in ps output").
+        listed = subprocess.run(["docker", "top", container, "-eo", "uid,pid"], capture_output=True,
+                                text=True).stdout.splitlines()[1:]
+        if str(uid) in [line.split()[0] for line in listed if line.split()]:
             return
         time.sleep(0.05)
     raise AssertionError(f"no process of uid {uid} appeared in {container}")

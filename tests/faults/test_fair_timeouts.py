@@ -29,10 +29,13 @@ def test_genuine_timeouts_stay_timeouts_under_the_same_load(fault_envs, gym, hos
 
 
 def test_a_host_that_starves_the_sample_gives_no_verdict_never_a_zero(fault_envs, gym, host_load):
-    # Neighbour containers with 256 times the CPU weight leave the sample a sliver of CPU: a busy loop cannot
-    # be told from a starved answer, so it is not scored. A right answer of one quick case may still finish
-    # within its sliver and is then fairly 1.0; starved, it is no verdict. Neither is ever a 0.
-    host_load.heavy_containers(2 * CPUS)
+    # Neighbour containers with 16 times the CPU weight leave the sample a sliver of CPU (about 3%): a busy loop
+    # cannot be told from a starved answer, so it is not scored. A right answer of one quick case may still
+    # finish within its sliver and is then fairly 1.0; starved, it is no verdict. Neither is ever a 0.
+    # The sliver must still let the runner speak: at 256 times the weight (0.2%) its own threads sometimes send
+    # nothing between its budget and the host's deadline, and a silent runner is sandbox_lost (verdict.py, row
+    # 9a: nothing tells whose fault that was), which is no verdict too but not the rule this test proves.
+    host_load.heavy_containers(2 * CPUS, cpu_shares=16 * 1024)
     right, busy = gym.run_batch("fault_quick", [fenced("def f(n):\n    return n"), fenced(BUSY)])
     assert busy.error_type == "host_overloaded" and not busy.has_verdict, busy.to_dict()
     assert (right.error_type == "host_overloaded" and not right.has_verdict) or right.score == 1.0, right.to_dict()

@@ -37,6 +37,21 @@ def images():
     ensure_images(*sorted({attack.env for attack in ATTACKS}))
 
 
+@pytest.fixture(scope="module", params=["attached", "exec"])
+def gym(request: pytest.FixtureRequest):
+    """A docker client on each of the provider's two paths: the attached main process (the default) and the
+    generic create-and-exec path, which every other provider takes."""
+    from deepgym import DeepGym
+    from deepgym.sandbox.docker.provider import EXEC_PATH_VARIABLE
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EXEC_PATH_VARIABLE, "1" if request.param == "exec" else "0")
+        client = DeepGym(mode="docker")
+    assert client.provider.attach == (request.param == "attached")
+    with client:
+        yield client
+
+
 @pytest.fixture(scope="module")
 def background(request: pytest.FixtureRequest, gym, images):
     """Selected attacks that wait for the host's deadline (mostly idle) start at once and run while the others do."""

@@ -16,6 +16,7 @@ from deepgym.environments import SessionLimits, load_environment
 from deepgym.images import build
 from deepgym.authoring.replay import action_sequences
 from deepgym.session.shell import WORKSPACE
+from support import FILL_PIDS
 
 pytestmark = pytest.mark.docker
 SHELL_ENVS = ("shell_repair_script", "shell_organise_files", "shell_find_largest", "shell_fix_config")
@@ -35,15 +36,6 @@ def faults(monkeypatch):
     return load_environment("session_faults")
 
 
-FILL_PIDS = ("python3 -c 'import os, time\n"
-             "while True:\n"
-             "    try:\n"
-             "        os.fork()\n"
-             "    except OSError:\n"
-             "        time.sleep(0.005)\n"
-             "' >/dev/null 2>&1 & sleep 1; echo filled")
-"""Processes that take every pid the sandbox has and retake any that frees up (python's fork fails at once
-where bash's would retry)."""
 
 
 def gone(container: str) -> bool:

@@ -53,6 +53,7 @@ class DockerProvider(Provider):
 
     name = "docker"
     attaches = True
+    streams = True
     process_isolation = True
 
     def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,

@@ -16,6 +16,8 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import docker
 
@@ -26,6 +28,22 @@ from .scripts import FILE_HELPER, FILE_TIMEOUT_S, KILL_ALL, file_error, read_fil
 
 # How long a command's death by a signal may precede the engine's record that its container stopped.
 STOP_SETTLE_S = 0.5
+
+
+@dataclass(eq=False)
+class ExecStream:
+    """A command started by :meth:`DockerSandbox.stream`: its exec's attached socket, open until :meth:`close`."""
+
+    sock: socket.socket
+    response: Any
+
+    def close(self) -> None:
+        """Close the socket: the engine ends the command's stdin, and the command decides what that means."""
+        for part in (self.sock, self.response):
+            try:
+                part.close()
+            except OSError:
+                pass
 
 
 class DockerSandbox(Sandbox):
@@ -59,6 +77,14 @@ class DockerSandbox(Sandbox):
             exit_code = self._exit_code(execution)
         return ExecResult(exit_code=exit_code, stdout=stdout, stderr_tail=tail(stderr), timed_out=timed_out,
                           elapsed_s=time.monotonic() - started, stdout_truncated=truncated)
+
+    def stream(self, argv: Sequence[str], options: ExecOptions) -> ExecStream:
+        """One exec whose attached socket stays open: each request then costs a round trip on it, not an exec."""
+        with self.engine.session("run") as api:
+            execution = api.exec_create(self.id, list(argv), stdin=True, user=options.user or self.spec.user,
+                                        workdir=options.cwd, environment=dict(options.env))["Id"]
+            response = api.exec_start(execution, socket=True)
+        return ExecStream(getattr(response, "_sock", response), response)
 
     def _exit_code(self, execution: str) -> int:
         """The exit status of a finished exec. An exec whose stream ended because the container went away
