@@ -57,7 +57,7 @@ import yaml
 from .bundle import environment_roots
 from .errors import EnvironmentNotFoundError, ManifestError
 from .runner.protocol import ENVIRONMENT_KINDS, REQUIRED_FILES, SCORINGS, Limits
-from .sandbox.base import SandboxSpec
+from .sandbox.base import Mount, SandboxSpec
 from .session_limits import SessionLimits, session_limits
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -347,13 +347,14 @@ START_GRACE_S = 20.0
 
 
 def sandbox_spec(env: Environment, image_id: str, *, lifetime_s: float | None = None, memory_mb: int = RUNNER_MEMORY_MB,
-                 pids: int = RUNNER_PIDS) -> SandboxSpec:
+                 pids: int = RUNNER_PIDS, mounts: tuple[Mount, ...] = ()) -> SandboxSpec:
     """The one spec builder: a sandbox of ``env`` with the manifest's limits plus ``memory_mb`` and ``pids`` for
     what deepgym runs in it beside the submission (a sample's runner by default; an episode passes its own),
-    living ``lifetime_s`` (by default a sample's host deadline and twice the start grace)."""
+    living ``lifetime_s`` (by default a sample's host deadline and twice the start grace), with ``mounts`` (an
+    episode's own folders)."""
     limits = env.limits
     if lifetime_s is None:
         lifetime_s = limits.host_deadline_s + 2 * START_GRACE_S
     return SandboxSpec(image=image_id, memory_mb=limits.memory_mb + memory_mb, pids=limits.pids + pids,
                        cpus=limits.cpus, nofile=limits.nofile, tmpfs_mb=limits.tmpfs_mb, lifetime_s=lifetime_s,
-                       labels={ENVIRONMENT_LABEL: env.id})
+                       labels={ENVIRONMENT_LABEL: env.id}, mounts=mounts)

@@ -3,11 +3,12 @@
 Every value is checked against a range, so a typo such as ``step_timeout_s: 3000`` is refused rather than
 trusted; ``terminal`` picks the action channel of a shell episode (``fresh``: a new ``bash -c`` per action,
 :mod:`deepgym.session.shell`; ``persistent``: one interactive shell for the episode,
-:mod:`deepgym.session.terminal`).
+:mod:`deepgym.session.terminal`); ``workspace`` where the agent works and ``verifier`` how it is judged.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,12 @@ from typing import Any
 from .errors import ManifestError
 
 TERMINALS = ("fresh", "persistent")
+VERIFIERS = ("python", "script")
+DEFAULT_WORKSPACE = "/tmp/work"
+# Where a workspace of its own may not be: in deepgym's folders, the script verifier's or the kernel's, or
+# over a whole system folder.
+RESERVED = ("/opt/deepgym", "/tests", "/logs", "/solution", "/proc", "/sys", "/dev")
+SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/var", "/opt", "/boot", "/run")
 
 
 @dataclass(frozen=True)
@@ -37,8 +44,17 @@ class SessionLimits:
     terminal: str = "fresh"
     """How shell actions run: ``fresh`` (a new ``bash -c`` each) or ``persistent`` (one interactive shell for the
     episode, :mod:`deepgym.session.terminal`). Shell environments only."""
+    workspace: str = DEFAULT_WORKSPACE
+    """The agent's working directory: a folder directly under ``/tmp`` (the sandbox's ``noexec`` scratch), or
+    an absolute path of its own (``/app``) that the sandbox mounts as a writable tmpfs owned by the agent, where
+    programs may run. Shell environments only."""
+    verifier: str = "python"
+    """How the final verification judges: ``python`` (``tests/verify.py`` reads the agent's files as data) or
+    ``script`` (a command such as a Harbor task's ``tests/test.sh`` runs against the state the agent left, as
+    the verifier's uid, once every process of the agent is killed: :mod:`deepgym.runner.episode.script`)."""
 
 
+CHOICES = {"terminal": TERMINALS, "verifier": VERIFIERS}
 SESSION_RANGES: dict[str, tuple[float, float]] = {
     "max_steps": (1, 1000), "step_timeout_s": (0.5, 3600), "episode_s": (1, 86400), "verify_timeout_s": (1, 3600),
     "output_chars": (256, 1 << 20)}
@@ -46,7 +62,8 @@ SESSION_RANGES: dict[str, tuple[float, float]] = {
 
 def session_limits(path: Path, raw: Any) -> SessionLimits:
     """The manifest's ``session:`` mapping (``raw``, None when absent) of the manifest at ``path``, validated:
-    each budget a number within :data:`SESSION_RANGES`, ``terminal`` one of :data:`TERMINALS`. Raises
+    each budget a number within :data:`SESSION_RANGES`, ``terminal`` and ``verifier`` one of their
+    :data:`CHOICES`, ``workspace`` by :func:`workspace_problem`. Raises
     ManifestError naming the key and the fix."""
     if raw is None:
         return SessionLimits()
@@ -57,11 +74,14 @@ def session_limits(path: Path, raw: Any) -> SessionLimits:
     for key, value in raw.items():
         if key not in known:
             raise ManifestError(str(path), f"session.{key}", "unknown setting", f"use one of {', '.join(known)}")
-        if key == "terminal":
-            if value not in TERMINALS:
-                raise ManifestError(str(path), "session.terminal", f"{value!r} is not a terminal",
-                            f"use one of {', '.join(TERMINALS)}")
+        if key in CHOICES:
+            if value not in CHOICES[key]:
+                raise ManifestError(str(path), f"session.{key}", f"{value!r} is not one of its choices",
+                                    f"use one of {', '.join(CHOICES[key])}")
             values[key] = value
+            continue
+        if key == "workspace":
+            values[key] = _workspace(path, value)
             continue
         low, high = SESSION_RANGES[key]
         integral = known[key].type == "int"
@@ -72,3 +92,23 @@ def session_limits(path: Path, raw: Any) -> SessionLimits:
         values[key] = value
     return SessionLimits(**values)
 
+
+
+def workspace_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a ``session.workspace`` (an absolute, normalised folder directly under /tmp, or
+    outside deepgym's and the system's folders), or None."""
+    if not isinstance(value, str) or not value.startswith("/") or posixpath.normpath(value) != value or value == "/":
+        return f"{value!r} is not an absolute, normalised folder"
+    if value == "/tmp" or (value.startswith("/tmp/") and posixpath.dirname(value) != "/tmp"):
+        return f"{value!r} is /tmp or nested in it"
+    if value in SYSTEM or any(value == reserved or value.startswith(reserved + "/") for reserved in RESERVED):
+        return f"{value!r} is in a folder deepgym or the system needs"
+    return None
+
+
+def _workspace(path: Path, value: Any) -> str:
+    problem = workspace_problem(value)
+    if problem is not None:
+        raise ManifestError(str(path), "session.workspace", problem,
+                            "give an absolute folder such as /app, or one directly under /tmp")
+    return value

@@ -254,3 +254,27 @@ FILL_PIDS = ("python3 -c 'import os, time\n"
              "' >/dev/null 2>&1 & sleep 1; echo filled")
 """Processes that take every pid the sandbox has and retake any that frees up (python's fork fails at once
 where bash's would retry)."""
+
+
+HARBOR_TASKS = ROOT / "tests" / "harbor" / "tasks"
+
+
+@contextlib.contextmanager
+def harbor_environments(into: Path, *tasks: str) -> Iterator[list[str]]:
+    """The Harbor test tasks (tests/harbor/tasks/<task>) imported into ``into``, put on DEEPGYM_ENVIRONMENTS and
+    built offline on deepgym's base image, for the block: their environment names."""
+    import pytest
+
+    from deepgym.harbor.importer import import_tasks
+    from deepgym.images import build, content_hash
+
+    names = [imported.name for imported in import_tasks([HARBOR_TASKS / task for task in tasks], into,
+                                                         base_map={"debian:bookworm-slim": "base"})]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEEPGYM_ENVIRONMENTS", str(into))
+        content_hash.cache_clear()
+        try:
+            build(names)
+            yield names
+        finally:
+            content_hash.cache_clear()

@@ -2,12 +2,13 @@
 
 The folder it writes, ``DIR/<name>/`` (``name``: the task directory's name made a valid environment id)::
 
-    manifest.yaml        kind: session; budgets from task.toml's timeouts, limits from its resources
+    manifest.yaml        kind: session; budgets from task.toml's timeouts, limits from its resources; a persistent
+                         terminal, the task's working directory as the workspace, the script verifier
     prompt.md            instruction.md (leading canary lines dropped, as Harbor does)
     Dockerfile           the task's Dockerfile (bases mapped), then deepgym's runner (deepgym.harbor.dockerfile)
     environment/         the task's build context, as it was
-    tests/verify.py      deepgym's verifier of an imported task (see _VERIFY: pending the script verifier)
-    tests/session.json   no probes
+    tests/verify.py      unused (the session runner requires the file; see _VERIFY)
+    tests/session.json   no probes; "script": test.sh's command and env for the script verifier
     tests/harbor/        the task's tests/ (test.sh and what it needs), root-only in the image
     start/0/             empty: the image copies the task's working directory in as the starting workspace
     solutions/           reference.json (replays solution/solve.sh), two generic wrong_* sequences
@@ -35,6 +36,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigurationError
+from ..runner.episode.script import SOLUTION_DIR, TESTS_DIR
+from ..session_limits import DEFAULT_WORKSPACE, workspace_problem
 from .bases import RECORD
 from .dockerfile import DockerfileFacts, environment_dockerfile, image_dockerfile
 from .schema import HarborTask, read_task_toml
@@ -49,20 +52,11 @@ STEP_TIMEOUT_S = 180.0
 # One reference action carries at most this much of the solution (an action is at most 64 KiB).
 CHUNK_CHARS = 48_000
 SOLUTION_B64 = "/tmp/.deepgym-solution.b64"
-# Where Harbor's oracle puts solution/ (solve.sh scripts name it), so the replay unpacks it there too.
-SOLUTION_DIR = "/solution"
-_VERIFY = '''"""deepgym's verifier of a task imported from Harbor (docs/harbor.md).
-
-A Harbor task is judged by its tests/test.sh, which runs programs against the state the agent left and writes
-/logs/verifier/reward.txt. deepgym's session verifier reads the agent's files as data and never runs them, so
-it cannot judge such a task honestly. The script verifier that will (test.sh as the verifier's uid after every
-agent process is killed, the reward read only from a folder the verifier alone could write) is specified in
-docs/harbor.md, "What the session machinery still needs". Until it exists this module refuses at import, before
-it reads anything: every episode of this environment is no verdict (verifier_error), never a score.
-"""
-
-raise RuntimeError("this environment was imported from Harbor and needs deepgym's script verifier for "
-                   "tests/test.sh, which is not built yet (docs/harbor.md); it judges nothing")
+# Harbor's verifier command; the script verifier copies tests/ to TESTS_DIR first.
+VERIFIER_COMMAND = ["bash", f"{TESTS_DIR}/test.sh"]
+_VERIFY = '''"""Unused: an environment imported from Harbor is judged by its tests/test.sh, which deepgym's script
+verifier runs as the verifier's uid once every process of the agent is gone (session.json's "script",
+deepgym/runner/episode/script.py, docs/harbor.md). The session runner never loads this file for it."""
 '''
 
 
@@ -169,6 +163,12 @@ def reference_actions(solution_dir: Path, env: dict[str, str]) -> list[str]:
     return actions
 
 
+def agent_workspace(workdir: str) -> str:
+    """The agent's workspace for the task's working directory: that folder, mounted as the agent's (docs/harbor.md),
+    or deepgym's default under /tmp where it cannot be (``/``, /tmp, a system folder)."""
+    return DEFAULT_WORKSPACE if workspace_problem(workdir) is not None else workdir
+
+
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
@@ -186,7 +186,7 @@ def wrong_actions() -> dict[str, list[str]]:
     return {"wrong_forged_reward": [forged], "wrong_planted_conftest": [conftest]}
 
 
-def _manifest(name: str, task: HarborTask) -> dict[str, object]:
+def _manifest(name: str, task: HarborTask, workspace: str) -> dict[str, object]:
     manifest: dict[str, object] = {
         "id": name, "kind": "session",
         "title": task.title or f"Harbor task {task.package.get('name', name)}",
@@ -194,7 +194,8 @@ def _manifest(name: str, task: HarborTask) -> dict[str, object]:
         "session": {"max_steps": MAX_STEPS,
                     "step_timeout_s": min(STEP_TIMEOUT_S, task.agent_timeout_s or DEFAULT_EPISODE_S),
                     "episode_s": task.agent_timeout_s or DEFAULT_EPISODE_S,
-                    "verify_timeout_s": task.verifier_timeout_s}}
+                    "verify_timeout_s": task.verifier_timeout_s, "terminal": "persistent",
+                    "workspace": workspace, "verifier": "script"}}
     if task.difficulty:
         manifest["difficulty"] = task.difficulty
     tags = list(dict.fromkeys(["harbor", *task.tags]))
@@ -302,11 +303,14 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
         (folder / "environment").mkdir()
     (folder / "Dockerfile").write_text(dockerfile)
     (folder / "prompt.md").write_text(strip_canary((task_dir / "instruction.md").read_text()).rstrip() + "\n")
-    (folder / "manifest.yaml").write_text(yaml.safe_dump(_manifest(name, task), sort_keys=False, width=120))
+    workdir = task.workdir or facts.workdir or "/"
+    (folder / "manifest.yaml").write_text(yaml.safe_dump(_manifest(name, task, agent_workspace(workdir)),
+                                                         sort_keys=False, width=120))
     tests = folder / "tests"
     shutil.copytree(task_dir / "tests", tests / "harbor")
     (tests / "verify.py").write_text(_VERIFY)
-    (tests / "session.json").write_text(json.dumps({"probes": {}}) + "\n")
+    script = {"command": VERIFIER_COMMAND, "tests": "harbor", "env": {**task.task_env, **task.verifier_env}}
+    (tests / "session.json").write_text(json.dumps({"probes": {}, "script": script}, indent=2) + "\n")
     (folder / "start" / "0").mkdir(parents=True)
     (folder / "start" / "0" / ".gitkeep").write_text("")
     shutil.copytree(task_dir / "solution", folder / "solution")
@@ -316,7 +320,6 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
     for stem, actions in sequences.items():
         (solutions / f"{stem}.json").write_text(json.dumps({"0": actions}, indent=2) + "\n")
     shutil.copyfile(task_dir / "task.toml", folder / "task.toml")
-    workdir = task.workdir or facts.workdir or "/"
     record = {
         "source_dir": str(task_dir.resolve()), "schema_version": task.schema_version, "source": task.source,
         "package": task.package, "metadata": task.metadata,
@@ -324,7 +327,7 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
         "entrypoint": facts.entrypoint,
         "agent": {"timeout_sec": task.agent_timeout_s, "network": False, "env": task.task_env},
         "verifier": {"timeout_sec": task.verifier_timeout_s, "network": task.verifier_network,
-                     "env": {**task.task_env, **task.verifier_env}, "command": ["bash", "/tests/test.sh"],
+                     "env": {**task.task_env, **task.verifier_env}, "command": VERIFIER_COMMAND,
                      "tests": "/opt/deepgym/env/harbor", "reward_files": ["/logs/verifier/reward.txt",
                                                                           "/logs/verifier/reward.json"]},
         "solution": {"env": task.solution_env}, "healthcheck": task.healthcheck, "warnings": task.warnings,

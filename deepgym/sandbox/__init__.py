@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
+from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Mount, Provider, ProviderUnavailable, Sandbox,
                    SandboxError, SandboxLost, SandboxSpec, StartFailure)
 
 MODES = ("auto", "docker", "local", "daytona", "e2b", "modal", "apple")
@@ -50,5 +50,5 @@ def make_provider(mode: str, **options: Any) -> Provider:
     raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
 
 
-__all__ = ["MODES", "ExecOptions", "ExecResult", "File", "Image", "ImageMissing", "Provider", "ProviderUnavailable",
-           "Sandbox", "SandboxError", "SandboxLost", "SandboxSpec", "StartFailure", "make_provider"]
+__all__ = ["MODES", "ExecOptions", "ExecResult", "File", "Image", "ImageMissing", "Mount", "Provider",
+           "ProviderUnavailable", "Sandbox", "SandboxError", "SandboxLost", "SandboxSpec", "StartFailure", "make_provider"]

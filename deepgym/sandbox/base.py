@@ -62,6 +62,18 @@ STDERR_TAIL_BYTES = 8192
 
 
 @dataclass(frozen=True)
+class Mount:
+    """A writable tmpfs of its own beside ``/tmp`` (of ``tmpfs_mb`` too), owned by ``uid``: an episode's
+    workspace where programs may run (``exec``), or a folder of the script verifier that only its owner may
+    write (:mod:`deepgym.session.mounts`). Only docker's provider makes them; the others refuse such episodes."""
+
+    path: str
+    uid: int
+    mode: int = 0o755
+    exec: bool = False
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     """How to make one sandbox. Limits are the sandbox's own (the runner's share included); a provider maps
     each to its own terms, or refuses with ``sandbox_start_failure`` when it cannot honour one."""
@@ -85,6 +97,8 @@ class SandboxSpec:
     """The uid:gid that processes run as unless an exec says otherwise (the runner starts as root)."""
     capabilities: tuple[str, ...] = ("SETUID", "SETGID", "KILL")
     """The only capabilities the sandbox's processes may hold; the runner drops them before untrusted code."""
+    mounts: tuple[Mount, ...] = ()
+    """Writable folders beyond ``/tmp`` (an episode's own workspace, the script verifier's folders)."""
 
 
 @dataclass(frozen=True)
@@ -296,6 +310,9 @@ class Provider(ABC):
     """Whether :meth:`start_attached` works here: a sandbox's main process with its stdio on one stream."""
     streams: ClassVar[bool] = False
     """Whether its sandboxes' :meth:`Sandbox.stream` works: a command whose stdio stays open for many requests."""
+    mounts: ClassVar[bool] = False
+    """Whether it makes a spec's :attr:`SandboxSpec.mounts` (an episode's own workspace, the script verifier's
+    folders); episodes that need them are refused elsewhere."""
     process_isolation: ClassVar[bool] = False
     """Whether a sample may ask for ``isolation="process"`` here: the provider has warm sandboxes
     (:meth:`warm_pool`), or isolates nothing either way."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, Union
 from ..admission import Admission, AdmissionCancelled, AdmissionTimeout, Slot
 from ..environments import Environment, load_environment, sandbox_spec
 from ..outcome import NoVerdictError, Outcome, Verdict
-from ..sandbox import ImageMissing, Provider, SandboxError, SandboxSpec, StartFailure
+from ..sandbox import ImageMissing, Mount, Provider, SandboxError, SandboxSpec, StartFailure
 from ..shutdown import requested
 from ..verdict import EpisodeFacts, classify_episode, zero
 from .rules import failure_result
@@ -198,10 +198,13 @@ class Episode:
         """The fields every outcome of this episode carries."""
         return {"environment": self.env.id, "runtime": self.context.runtime, "variant": self.variant}
 
-    def sandbox_spec(self, image_id: str, *, memory_mb: int = 0, pids: int = 0) -> SandboxSpec:
+    def sandbox_spec(self, image_id: str, *, memory_mb: int = 0, pids: int = 0,
+                     mounts: tuple[Mount, ...] = ()) -> SandboxSpec:
         """The container's spec (:func:`deepgym.environments.sandbox_spec`): the manifest's limits, plus
-        ``memory_mb`` and ``pids`` for what deepgym runs in it beside the agent, for the episode's lifetime."""
-        return sandbox_spec(self.env, image_id, lifetime_s=self._lifetime_s, memory_mb=memory_mb, pids=pids)
+        ``memory_mb`` and ``pids`` for what deepgym runs in it beside the agent, and its ``mounts``, for the
+        episode's lifetime."""
+        return sandbox_spec(self.env, image_id, lifetime_s=self._lifetime_s, memory_mb=memory_mb, pids=pids,
+                            mounts=mounts)
 
     def start(self, *, wait: Wait | None = None) -> Observation:
         """Make the episode's container ready; returns the first observation. Raises NoVerdictError when the

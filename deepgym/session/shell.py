@@ -32,19 +32,21 @@ episode on the host with none of this isolation, for developing an environment o
 from __future__ import annotations
 
 import json
+import posixpath
 import secrets
 import time
 from typing import Any, Callable
 
 from ..environments import Environment
+from ..runner.episode.script import LOGS_DIR, SOLUTION_DIR, TESTS_DIR
 from ..runner.protocol import IN_PLAY, REPORT, parse_events
-from ..sandbox import ExecOptions, ExecResult, Sandbox, SandboxLost
+from ..sandbox import ExecOptions, ExecResult, Mount, Sandbox, SandboxLost
+from ..session_limits import SessionLimits
 from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
 from .rules import cut_output, invalid_action, not_started
 
 AGENT_UID = 10000
 VERIFIER_UID = 10002
-WORKSPACE = "/tmp/work"
 # What the agent's commands may hold beyond the manifest's limits: the session runner and the file helper.
 RUNNER_MEMORY_MB = 128
 RUNNER_PIDS = 16
@@ -64,8 +66,10 @@ class ShellActions:
 
     def __init__(self, context: Context):
         self.runner = context.provider.episode_runner()
-        self.workspace = WORKSPACE
-        """The agent's working directory as its commands see it (the host's path in local mode)."""
+        self.cwd = ""
+        """The agent's working directory inside the sandbox (``session.workspace``), once open."""
+        self.workspace = ""
+        """The agent's working directory as its commands see it (the host's path in local mode), once open."""
 
     def refusal(self, episode: Episode) -> str | None:
         env = episode.env
@@ -74,6 +78,10 @@ class ShellActions:
         if not self.runner.own_uids and env.services:
             return (f"{env.id} has services, which need a sandbox's uids; mode={episode.context.runtime!r} has "
                     f"none. Use mode='docker'")
+        if episode_mounts(env.session) and not episode.context.provider.mounts:
+            return (f"{env.id} needs folders of its own in its sandbox (session.workspace {env.session.workspace}, "
+                    f"verifier {env.session.verifier}); mode={episode.context.runtime!r} cannot make them. "
+                    f"Use mode='docker'")
         return None
 
     def open(self, episode: Episode, keep: Callable[[Any], None]) -> Observation | str:
@@ -83,9 +91,11 @@ class ShellActions:
         if image is None:  # a provider on the host's own files (docs/sessions.md) resolves no image
             episode.image_id, episode.image_status = context.images.resolve(context.provider, env)
             image = episode.image_id
-        sandbox = context.provider.create(episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS))
+        sandbox = context.provider.create(episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS,
+                                                               mounts=episode_mounts(env.session)))
         keep(sandbox)
-        self.workspace = self.runner.path(sandbox, WORKSPACE)
+        self.cwd = env.session.workspace
+        self.workspace = self.runner.path(sandbox, self.cwd)
         report, _, timed_out = self.session_runner(episode, sandbox, "setup", timeout_s=HOST_GRACE_S + 30)
         if report is None or not report.get("ok"):
             said = "the session runner gave no report" if timed_out else "the session runner gave no single report"
@@ -99,7 +109,7 @@ class ShellActions:
 
     def exchange(self, sandbox: Sandbox, parsed: str, timeout_s: float) -> ExecResult:
         """Run the shell command as the agent; stdout and stderr together."""
-        options = ExecOptions(timeout_s=timeout_s, user=self.runner.user(AGENT_UID), cwd=WORKSPACE,
+        options = ExecOptions(timeout_s=timeout_s, user=self.runner.user(AGENT_UID), cwd=self.cwd,
                               env={"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "dumb", "LANG": "C.UTF-8",
                                    "PATH": "/usr/local/bin:/usr/bin:/bin"},
                               stdout_limit=ACTION_STDOUT_BYTES)
@@ -165,6 +175,19 @@ class ShellActions:
             raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
                               f"{result.stderr_tail.strip()[-300:]}")
         return None, in_play, result.timed_out
+
+
+def episode_mounts(limits: SessionLimits) -> tuple[Mount, ...]:
+    """The writable folders an episode needs beyond ``/tmp``: a workspace of its own (the agent's, where programs
+    may run), and for a script verifier ``/solution`` (the agent's: a reference unpacks there), ``/logs`` (the
+    verifier's, so the agent can never write a reward file) and ``/tests`` (root's, empty until the
+    verification copies the tests in once the agent is gone)."""
+    mounts = []
+    if posixpath.dirname(limits.workspace) != "/tmp":
+        mounts.append(Mount(limits.workspace, AGENT_UID, exec=True))
+    if limits.verifier == "script":
+        mounts += [Mount(SOLUTION_DIR, AGENT_UID, exec=True), Mount(LOGS_DIR, VERIFIER_UID), Mount(TESTS_DIR, 0, exec=True)]
+    return tuple(mounts)
 
 
 class Session(Episode):

@@ -87,14 +87,19 @@ def test_the_dockerfile_is_the_tasks_then_the_runner_in_layers_of_its_own(import
     assert (imported / "word_count" / "Dockerfile").read_text().startswith("FROM base\n")
 
 
-def test_the_hidden_tests_hold_test_sh_and_a_verifier_that_refuses_to_judge(imported: Path) -> None:
+def test_the_hidden_tests_hold_test_sh_and_the_script_verifier_runs_it(imported: Path) -> None:
     tests = imported / "csv_report" / "tests"
     for name in ("test.sh", "test_outputs.py"):
         assert (tests / "harbor" / name).read_bytes() == (TASKS / "csv-report" / "tests" / name).read_bytes()
-    assert json.loads((tests / "session.json").read_text()) == {"probes": {}}
-    # It fails on import, before it reads anything: no verdict (verifier_error), never a 0 charged to the agent.
-    ran = subprocess.run([sys.executable, "-c", "import verify"], cwd=tests, capture_output=True, text=True)
-    assert ran.returncode != 0 and "needs deepgym's script verifier" in ran.stderr
+    assert json.loads((tests / "session.json").read_text()) == {
+        "probes": {}, "script": {"command": ["bash", "/tests/test.sh"], "tests": "harbor",
+                                 "env": {"REPORT_PATH": "/app/report.json"}}}
+    csv_report = load_environment("csv_report")
+    assert (csv_report.session.terminal, csv_report.session.verifier) == ("persistent", "script")
+    assert csv_report.session.workspace == "/app"
+    # A working directory that cannot be a mount of its own (/tmp, /) leaves the agent deepgym's default one.
+    assert load_environment("word_count").session.workspace == "/tmp/work"
+    assert load_environment("fix_git").session.workspace == "/app/repo"
 
 
 def unpack_reference(actions: list[str]) -> dict[str, tuple[int, bytes]]:

@@ -15,7 +15,7 @@ from deepgym import DeepGym, NoVerdictError
 from deepgym.environments import SessionLimits, load_environment
 from deepgym.images import build
 from deepgym.authoring.replay import action_sequences
-from deepgym.session.shell import WORKSPACE
+from deepgym.session_limits import DEFAULT_WORKSPACE as WORKSPACE
 from support import FILL_PIDS
 
 pytestmark = pytest.mark.docker

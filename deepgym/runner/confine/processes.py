@@ -98,15 +98,16 @@ class Processes:
         self._psi0 = psi_cpu_stall_s()
 
     def spawn(self, argv: list[str], *, pass_fds: tuple[int, ...] = (), cwd: str = "/",
-              stdin: int | None = None, uid: int | None = None) -> subprocess.Popen[bytes]:
-        """Start an untrusted process with piped stdout/stderr, a clean environment and its own session, as
-        ``uid`` (default: the submission's) where the confinement switches uids, reading ``stdin`` (a descriptor; None: /dev/null).
-        Raises OSError when it cannot start."""
+              stdin: int | None = None, uid: int | None = None,
+              env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start an untrusted process with piped stdout/stderr, a clean environment (plus ``env``) and its own
+        session, as ``uid`` (default: the submission's) where the confinement switches uids, reading ``stdin`` (a
+        descriptor; None: /dev/null). Raises OSError when it cannot start."""
         import subprocess
 
         uid = self.uid if uid is None else uid
         extra = self.confinement.spawn_options(uid)
-        env = dict(CLEAN_ENV)
+        env = {**CLEAN_ENV, **(env or {})}
         if uid in self.homes:
             env["HOME"] = env["TMPDIR"] = self.homes[uid]
         proc = subprocess.Popen(

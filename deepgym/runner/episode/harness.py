@@ -52,8 +52,9 @@ def quiesce(processes: Processes) -> str | None:
 
 
 def run(processes: Processes, argv: list[str], *, uid: int, cwd: str, stdin: bytes, timeout_s: float,
-        keep: int) -> dict[str, Any]:
-    """Run ``argv`` as ``uid`` with ``stdin``, a wall-clock limit and at most ``keep`` bytes of stdout kept.
+        keep: int, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``argv`` as ``uid`` with ``stdin``, a wall-clock limit and at most ``keep`` bytes of stdout kept;
+    ``env`` adds to the clean environment (:meth:`Processes.spawn`).
 
     ``stdin`` (a probe's input, the environment's and small) fits in a pipe's buffer, so it is written and
     closed before the process starts: it reads it to its end and never blocks the runner."""
@@ -63,7 +64,7 @@ def run(processes: Processes, argv: list[str], *, uid: int, cwd: str, stdin: byt
     try:
         os.write(write_end, stdin)
         os.close(write_end)
-        proc = processes.spawn(argv, cwd=cwd, stdin=read_end, uid=uid)
+        proc = processes.spawn(argv, cwd=cwd, stdin=read_end, uid=uid, env=env)
     finally:
         os.close(read_end)
     supervised = Supervised(processes, proc, keep_stdout=keep)
@@ -124,6 +125,32 @@ def verifier_report(ran: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     error_type = None if passed else report.get("error_type", "wrong_answer")
     return {"score": score, "passed": passed, "error_type": error_type,
             "details": str(report.get("details", "")), "cases": list(report.get("cases", []))}
+
+
+def verifier_folder(processes: Processes, uid: int, scratch: str, nonce: str) -> tuple[str, dict[str, Any] | None]:
+    """A fresh folder of ``uid``'s (mode 0700) in ``scratch``, nothing of the agent's in it: its path, and the
+    report when it could not be made (:func:`no_room`). :func:`release` it afterwards."""
+    folder = os.path.join(scratch, f"deepgym-verifier-{nonce[:16]}")
+    problem = processes.confinement.make_dir(uid, folder, 0o700)
+    return folder, None if problem is None else no_room(problem, scratch)
+
+
+def release(processes: Processes, uid: int, folder: str) -> str | None:
+    """Kill every process of the verification and prove it, then remove ``uid``'s ``folder``: why the kill could
+    not be proved, or None."""
+    problem = quiesce(processes)
+    processes.confinement.remove_dir(uid, folder)
+    return problem
+
+
+def no_room(problem: str, scratch: str) -> dict[str, Any]:
+    """A folder of the verifier's could not be made in ``scratch``: the agent's doing when it filled that file
+    system (blocks or inodes), ours otherwise."""
+    space = os.statvfs(scratch)
+    if space.f_bavail * space.f_frsize < 1 << 20 or space.f_favail < 16:
+        return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
+                "details": f"the agent filled {scratch}, so the verifier had no room to run"}
+    return {"error_type": "verifier_error", "details": problem}
 
 
 def _write(path: str, data: bytes) -> int:

@@ -47,7 +47,8 @@ from ..confine.processes import Processes
 from ..confine.procfs import process_uid
 from ..protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line
 from . import services
-from .harness import quiesce, run, run_verifier, verifier_report
+from . import script
+from .harness import no_room, quiesce, release, run, run_verifier, verifier_folder, verifier_report
 
 ENV_DIR = "/opt/deepgym/env"
 START_DIR = "/opt/deepgym/start"
@@ -91,8 +92,9 @@ class SessionRequest:
             return f"the session's uids {uids} must be integers of at least {MIN_UID}"
         if self.agent_uid == self.verifier_uid:
             return "the agent and the verifier must be different users"
-        if os.path.dirname(self.workspace) != SCRATCH_ROOT or os.path.normpath(self.workspace) != self.workspace:
-            return f"the workspace {self.workspace!r} is not a folder directly under {SCRATCH_ROOT}"
+        if not os.path.isabs(self.workspace) or os.path.normpath(self.workspace) != self.workspace \
+                or self.workspace in ("/", SCRATCH_ROOT) or self.workspace.startswith(ENV_DIR.rsplit("/", 1)[0]):
+            return f"the workspace {self.workspace!r} is not a folder under {SCRATCH_ROOT} or a mount of its own"
         if set(uids) & {services.service_uid(index) for index in range(len(self.services))}:
             return f"the session's uids {uids} collide with its services' uids"
         return None
@@ -103,7 +105,7 @@ def setup(request: SessionRequest, confinement: Container | Local) -> dict[str, 
     start = os.path.join(request.start_dir, str(request.variant))
     if not os.path.isdir(start):
         return {"ok": False, "error_type": "verifier_error", "details": f"the image has no {start}"}
-    problem = confinement.make_dir(request.agent_uid, request.workspace, 0o755)
+    problem = _workspace(request, confinement)
     if problem is None and confinement.as_user(request.agent_uid, lambda: _copy(start, request.workspace),
                                                timeout_s=60) != 0:
         problem = f"the starting files {start} could not be copied into {request.workspace}"
@@ -112,6 +114,18 @@ def setup(request: SessionRequest, confinement: Container | Local) -> dict[str, 
     if problem is not None:
         return {"ok": False, "error_type": "verifier_error", "details": problem}
     return {"ok": True}
+
+
+def _workspace(request: SessionRequest, confinement: Container | Local) -> str | None:
+    """Make the agent's workspace under the scratch folder, or check the one the sandbox mounted for it
+    (``session.workspace`` elsewhere: a tmpfs of the agent's, empty); why it cannot be used, or None."""
+    if os.path.dirname(request.workspace) == request.scratch:
+        return confinement.make_dir(request.agent_uid, request.workspace, 0o755)
+    info = os.lstat(request.workspace) if os.path.lexists(request.workspace) else None
+    if info is None or not os.path.isdir(request.workspace) or os.path.islink(request.workspace) \
+            or info.st_uid != request.agent_uid or os.listdir(request.workspace):
+        return f"{request.workspace} is not an empty folder of the agent's: the sandbox did not mount the workspace"
+    return None
 
 
 def _copy(source: str, target: str) -> int:
@@ -132,6 +146,10 @@ def verify(request: SessionRequest, confinement: Container | Local, emit) -> dic
     with open(os.path.join(request.env_dir, "verify.py"), "rb") as f:
         verifier = f.read()
     emit(IN_PLAY)
+    if "script" in config:
+        if request.unconfined:
+            return {"error_type": "verifier_error", "details": "a script verifier needs a sandbox's uids"}
+        return script.verify(request, processes, config["script"], _scratch_dirs(request))
     found = None
     if request.services:
         found = check_services(processes, request)
@@ -145,21 +163,25 @@ def verify(request: SessionRequest, confinement: Container | Local, emit) -> dic
         problem = quiesce(processes)
         if problem is not None:
             return {"error_type": "verifier_error", "details": problem}
-    folder = os.path.join(request.scratch, f"deepgym-verifier-{request.nonce[:16]}")
-    problem = confinement.make_dir(request.verifier_uid, folder, 0o700)
-    if problem is not None:
-        return _no_room(problem, request.scratch)
+    folder, refused = verifier_folder(processes, request.verifier_uid, request.scratch, request.nonce)
+    if refused is not None:
+        return refused
     try:
         given = {"workspace": request.workspace, "variant": request.variant, "probes": probes,
                  **({} if found is None else {"services": found})}
         ran = run_verifier(processes, folder, verifier, given, ("workspace", "variant", "probes"),
                            uid=request.verifier_uid, timeout_s=request.verify_timeout_s)
         if ran is None:
-            return _no_room("the verifier and its request could not be written to its folder", request.scratch)
+            return no_room("the verifier and its request could not be written to its folder", request.scratch)
     finally:
-        quiesce(processes)
-        confinement.remove_dir(request.verifier_uid, folder)
+        release(processes, request.verifier_uid, folder)
     return _with_services(verifier_report(ran, request.verify_timeout_s), found)
+
+
+def _scratch_dirs(request: SessionRequest) -> list[str]:
+    """Every folder the agent could write: its workspace, the scratch file system, the script verifier's
+    ``/solution``."""
+    return list(dict.fromkeys([request.workspace, request.scratch, script.SOLUTION_DIR]))
 
 
 def check_services(processes: Processes, request: SessionRequest) -> dict[str, Any]:
@@ -243,16 +265,6 @@ def _with_services(report: dict[str, Any], found: dict[str, Any] | None) -> dict
                         (f"HTTP {facts['status']}" if facts.get("status") is not None else str(facts.get("error")))}
              for name, facts in found.items()]
     return {**report, "cases": cases + list(report.get("cases", []))}
-
-
-def _no_room(problem: str, scratch: str = SCRATCH_ROOT) -> dict[str, Any]:
-    """The verifier's folder could not be made: the agent's doing when it filled the scratch file system
-    (blocks or inodes), ours otherwise."""
-    space = os.statvfs(scratch)
-    if space.f_bavail * space.f_frsize < 1 << 20 or space.f_favail < 16:
-        return {"score": 0.0, "passed": False, "error_type": "policy_sandbox_failure",
-                "details": f"the agent filled {scratch}, so the verifier had no room to run"}
-    return {"error_type": "verifier_error", "details": problem}
 
 
 def main(argv: list[str] | None = None) -> int:

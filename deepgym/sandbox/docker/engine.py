@@ -73,7 +73,9 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
         cap_add=list(spec.capabilities),
         security_opt=["no-new-privileges:true"],
         read_only=True,
-        tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={spec.tmpfs_mb}m,mode=1777"},
+        tmpfs={"/tmp": f"rw,nosuid,nodev,noexec,size={spec.tmpfs_mb}m,mode=1777",
+               **{mount.path: f"rw,nosuid,nodev,{'exec' if mount.exec else 'noexec'},size={spec.tmpfs_mb}m,"
+                              f"mode={mount.mode:o},uid={mount.uid},gid={mount.uid}" for mount in spec.mounts}},
         shm_size=f"{spec.tmpfs_mb}m",
         mem_limit=memory,
         memswap_limit=memory,

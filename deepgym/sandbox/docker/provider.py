@@ -54,6 +54,7 @@ class DockerProvider(Provider):
     name = "docker"
     attaches = True
     streams = True
+    mounts = True
     process_isolation = True
 
     def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,
