@@ -52,6 +52,8 @@ STEP_TIMEOUT_S = 180.0
 # One reference action carries at most this much of the solution (an action is at most 64 KiB).
 CHUNK_CHARS = 48_000
 SOLUTION_B64 = "/tmp/.deepgym-solution.b64"
+# The longest wait for an entrypoint's services to pass their health check (deepgym.runner.episode.entrypoint).
+HEALTH_S = 30.0
 # Harbor's verifier command; the script verifier copies tests/ to TESTS_DIR first.
 VERIFIER_COMMAND = ["bash", f"{TESTS_DIR}/test.sh"]
 _VERIFY = '''"""Unused: an environment imported from Harbor is judged by its tests/test.sh, which deepgym's script
@@ -163,6 +165,25 @@ def reference_actions(solution_dir: Path, env: dict[str, str]) -> list[str]:
     return actions
 
 
+def entrypoint_argv(entrypoint: str) -> list[str]:
+    """The Dockerfile's ENTRYPOINT as an argv: its exec form (a JSON list) as written, its shell form under
+    ``/bin/sh -c`` as Docker runs it."""
+    with contextlib.suppress(ValueError):
+        argv = json.loads(entrypoint)
+        if isinstance(argv, list) and argv and all(isinstance(word, str) for word in argv):
+            return argv
+    return ["/bin/sh", "-c", entrypoint]
+
+
+def health_budget_s(check: dict[str, object] | None) -> float:
+    """How long the entrypoint's services may take to pass the health check: Harbor's start period and its
+    retries at its interval, at most HEALTH_S (the episode's start waits for them)."""
+    if not check:
+        return 0.0
+    period, interval = float(check.get("start_period_sec", 0.0)), float(check.get("interval_sec", 5.0))
+    return min(HEALTH_S, period + (int(check.get("retries", 3)) + 1) * interval)
+
+
 def agent_workspace(workdir: str) -> str:
     """The agent's workspace for the task's working directory: that folder, mounted as the agent's (docs/harbor.md),
     or deepgym's default under /tmp where it cannot be (``/``, /tmp, a system folder)."""
@@ -244,8 +265,9 @@ def prepare(task_dir: Path, into: Path, *, base_map: dict[str, str] | None = Non
         task.warn("environment/Dockerfile", f"FROM {image} depends on a build argument: it cannot be checked "
                   "before the build, nor mapped")
     if facts.entrypoint:
-        task.warn("environment/Dockerfile", f"ENTRYPOINT {facts.entrypoint} is not run in a deepgym episode "
-                  "(nor is CMD, which Harbor does not run either); what it starts will not be there")
+        task.warn("environment/Dockerfile", f"ENTRYPOINT {facts.entrypoint} runs as the agent's uid when the "
+                  "episode starts and again as the verifier's before test.sh, never as root: its services keep "
+                  "only what they store in the workspace")
     unused = sorted(set(base_map) - set(facts.mapped))
     if unused:
         task.warn("--base-map", f"{', '.join(unused)} named by no FROM line of this task")
@@ -309,7 +331,11 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
     tests = folder / "tests"
     shutil.copytree(task_dir / "tests", tests / "harbor")
     (tests / "verify.py").write_text(_VERIFY)
-    script = {"command": VERIFIER_COMMAND, "tests": "harbor", "env": {**task.task_env, **task.verifier_env}}
+    script: dict[str, object] = {"command": VERIFIER_COMMAND, "tests": "harbor",
+                                 "env": {**task.task_env, **task.verifier_env}}
+    if facts.entrypoint:
+        script.update(entrypoint=entrypoint_argv(facts.entrypoint), healthcheck=task.healthcheck,
+                      health_s=health_budget_s(task.healthcheck))
     (tests / "session.json").write_text(json.dumps({"probes": {}, "script": script}, indent=2) + "\n")
     (folder / "start" / "0").mkdir(parents=True)
     (folder / "start" / "0" / ".gitkeep").write_text("")

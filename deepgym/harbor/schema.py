@@ -86,8 +86,8 @@ FIELDS: tuple[Field, ...] = (
     Field("environment.env", SUPPORTED, "literal values recorded for the agent's and verifier's commands; a "
                                         "`${VAR}` from the host is refused"),
     Field("environment.skills_dir", IGNORED, "agent-harness configuration"),
-    Field("environment.healthcheck", IGNORED, "recorded in harbor.json; deepgym does not run the image's "
-                                              "entrypoint, so there is nothing to wait for yet"),
+    Field("environment.healthcheck", SUPPORTED, "waited for after each run of the image's ENTRYPOINT (before the "
+                                                "first observation, before test.sh), at most 30 s"),
     Field("environment.workdir", SUPPORTED, "the agent's working directory (else the Dockerfile's last WORKDIR)"),
     Field("environment.network_mode", SUPPORTED, "the default of agent.network_mode and verifier.network_mode "
                                                  "when they are unset (explicitly only: unset means no network, "
@@ -294,8 +294,6 @@ def _environment(task: HarborTask, env: dict[str, Any]) -> bool | None:
             raise task.refuse("environment.healthcheck", "must be a table with a string `command`",
                               "write [environment.healthcheck] with command = \"...\"")
         task.healthcheck = dict(env["healthcheck"])
-        task.warn("environment.healthcheck", "recorded but not run: deepgym does not start the image's "
-                  "entrypoint, so there is nothing to wait for yet")
     task.task_env = _literal_env(task, "environment.env", env.get("env", {}))
     baseline = _network(task, "environment", env)
     legacy = env.get("allow_internet")

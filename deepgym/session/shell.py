@@ -148,6 +148,7 @@ class ShellActions:
         config = json.loads((env.tests_dir / "session.json").read_text())
         probes = config.get("probes", {}).get(str(episode.variant), [])
         services = sum(service.check_timeout_s for service in env.services) + (SERVICE_STOP_S if env.services else 0.0)
+        services += float(config.get("script", {}).get("health_s", 0.0))  # an imported image's entrypoint
         return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
                 + services + HOST_GRACE_S)
 

@@ -153,7 +153,6 @@ IGNORED_CASES = {
     "environment.storage_mb": "[environment]\nstorage_mb = 10\n",
     "environment.storage": '[environment]\nstorage = "1G"\n',
     "environment.skills_dir": '[environment]\nskills_dir = "/skills"\n',
-    "environment.healthcheck": '[environment.healthcheck]\ncommand = "true"\n',
 }
 
 

@@ -152,7 +152,9 @@ def test_network_env_and_the_service_are_recorded(imported: Path) -> None:
     assert record(imported, "csv_report")["verifier"]["env"] == {"REPORT_PATH": "/app/report.json"}
     kv = record(imported, "kv_service")
     assert kv["entrypoint"] == '["/opt/kv/entrypoint.sh"]' and "8765/health" in kv["healthcheck"]["command"]
-    assert any("ENTRYPOINT" in w for w in kv["warnings"]) and any("healthcheck" in w for w in kv["warnings"])
+    assert any("ENTRYPOINT" in w and "again as the verifier's" in w for w in kv["warnings"])
+    script = json.loads((imported / "kv_service" / "tests" / "session.json").read_text())["script"]
+    assert script["entrypoint"] == ["/opt/kv/entrypoint.sh"] and script["health_s"] == 11.0  # 10 retries, 1 s apart
     assert fix_git["bases"] == ["base"] and fix_git["base_map"] == OFFLINE
     assert fix_git["workdir"] == "/app/repo"
 

@@ -18,8 +18,8 @@ from deepgym.session import TerminalSession
 from support import FILL_PIDS, harbor_environments
 
 pytestmark = pytest.mark.docker
-JUDGED = {"hello-world": "hello_world", "csv-report": "csv_report", "vault-repl": "vault_repl",
-          "fix-git": "fix_git", "word-count": "word_count"}
+JUDGED = {"hello-world": "hello_world", "csv-report": "csv_report", "kv-service": "kv_service",
+          "vault-repl": "vault_repl", "fix-git": "fix_git", "word-count": "word_count"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -46,7 +46,8 @@ def episode(gym, name: str, actions: list) -> object:
 
 @pytest.mark.parametrize("name", JUDGED.values())
 def test_the_reference_scores_one_and_an_idle_agent_zero(gym, name):
-    """csv_report's test.sh drives a pytest suite; vault_repl's reference needs a terminal (script); fix_git's
+    """csv_report's test.sh drives a pytest suite; kv_service's service, started by the image's ENTRYPOINT, keeps
+    what the agent stored through it for test.sh; vault_repl's reference needs a terminal (script); fix_git's
     verifier reads the agent's git repository as another uid."""
     reference = episode(gym, name, action_sequences(load_environment(name), "reference")[0])
     assert (reference.score, reference.passed, reference.error_type) == (1.0, True, None), reference.details

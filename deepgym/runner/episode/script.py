@@ -12,10 +12,11 @@ uid quiet, in this order:
 3. **The reward folder** ``/logs/verifier`` is made now, as the verifier's uid, in ``/logs``, a tmpfs only the
    verifier's uid may write: it did not exist while any process of the agent lived, so no file the agent
    planted, anywhere, is ever read as a reward.
-4. **The command** runs as the verifier's uid (never root, never a uid the agent had) in the agent's workspace,
+4. **The services**: the image's ENTRYPOINT starts again, as the verifier's uid (:mod:`entrypoint`).
+5. **The command** runs as the verifier's uid (never root, never a uid the agent had) in the agent's workspace,
    with the task's environment, a fresh HOME of its own and the verifier's wall-clock limit; every process it
    started is killed and proved gone afterwards.
-5. **The reward** is read from that folder, as the verifier's uid and without following links: ``reward.json``
+6. **The reward** is read from that folder, as the verifier's uid and without following links: ``reward.json``
    (its ``reward``, or its one value) before ``reward.txt`` (one number), as Harbor reads them.
 
 Attribution: everything up to the command's start is ours (no verdict when it fails, ``verifier_error``),
@@ -35,7 +36,7 @@ from typing import Any
 
 from ..confine.privileges import file_rights
 from ..confine.processes import Processes
-from . import tampering
+from . import entrypoint, tampering
 from .harness import VERIFIER_OUTPUT_BYTES, release, run, verifier_folder
 
 TESTS_DIR = "/tests"
@@ -73,6 +74,8 @@ def verify(request: Any, processes: Processes, config: dict[str, Any], scratch_d
     processes.homes[request.verifier_uid] = home
     ran: dict[str, Any] | None = None
     try:
+        # The services, as the verifier now; one that does not come up leaves test.sh to find out.
+        entrypoint.start(processes, config, uid=request.verifier_uid, cwd=request.workspace, home=home)
         ran = run(processes, command, uid=request.verifier_uid, cwd=request.workspace, stdin=b"",
                   timeout_s=request.verify_timeout_s, keep=VERIFIER_OUTPUT_BYTES, env={**GIT_SAFE, **env})
     except OSError as exc:

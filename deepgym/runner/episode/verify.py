@@ -46,8 +46,7 @@ from ..confine.local import Local
 from ..confine.processes import Processes
 from ..confine.procfs import process_uid
 from ..protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line
-from . import services
-from . import script
+from . import entrypoint, script, services
 from .harness import no_room, quiesce, release, run, run_verifier, verifier_folder, verifier_report
 
 ENV_DIR = "/opt/deepgym/env"
@@ -111,6 +110,10 @@ def setup(request: SessionRequest, confinement: Container | Local) -> dict[str, 
         problem = f"the starting files {start} could not be copied into {request.workspace}"
     if problem is None and request.services:
         problem = services.start_supervisor(list(request.services), request.workspace)
+    if problem is None and not request.unconfined:
+        processes = Processes(confinement, uid=request.agent_uid, applier_uid=request.verifier_uid)
+        problem = entrypoint.start(processes, _config(request).get("script", {}), uid=request.agent_uid,
+                                   cwd=request.workspace, home=request.workspace)
     if problem is not None:
         return {"ok": False, "error_type": "verifier_error", "details": problem}
     return {"ok": True}
@@ -128,6 +131,12 @@ def _workspace(request: SessionRequest, confinement: Container | Local) -> str |
     return None
 
 
+def _config(request: SessionRequest) -> dict[str, Any]:
+    """The environment's session.json: its probes, or its script verifier."""
+    with open(os.path.join(request.env_dir, "session.json"), "rb") as f:
+        return json.loads(f.read())
+
+
 def _copy(source: str, target: str) -> int:
     os.umask(0o022)
     shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
@@ -141,8 +150,7 @@ def verify(request: SessionRequest, confinement: Container | Local, emit) -> dic
     problem = quiesce(processes)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
-    with open(os.path.join(request.env_dir, "session.json"), "rb") as f:
-        config = json.loads(f.read())
+    config = _config(request)
     with open(os.path.join(request.env_dir, "verify.py"), "rb") as f:
         verifier = f.read()
     emit(IN_PLAY)
