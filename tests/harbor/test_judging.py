@@ -7,12 +7,14 @@ flood and a fork bomb."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
 
 from deepgym import NoVerdictError
 from deepgym.authoring.replay import action_sequences
+from deepgym.cli import main
 from deepgym.environments import load_environment
 from deepgym.session import TerminalSession
 from support import FILL_PIDS, harbor_environments
@@ -44,7 +46,24 @@ def episode(gym, name: str, actions: list) -> object:
             pytest.fail(f"{name}: {actions!r} bought no verdict: {exc}")
 
 
-@pytest.mark.parametrize("name", JUDGED.values())
+def test_deepgym_check_passes_an_imported_task_from_the_readmes_command(capsys):
+    """The reference scores 1.0 three times; the two known-wrong sequences and an empty episode score below."""
+    assert main(["check", "hello_world"]) == 0
+    assert "1/1 environments pass" in capsys.readouterr().out
+
+
+def test_a_fresh_shell_judges_an_imported_task_too(gym):
+    env = load_environment("hello_world")
+    fresh = dataclasses.replace(env, session=dataclasses.replace(env.session, terminal="fresh"))
+    with gym.session(fresh) as session:
+        assert not isinstance(session, TerminalSession)
+        session.start()
+        for action in action_sequences(env, "reference")[0]:
+            session.step(action)
+        assert session.score().score == 1.0
+
+
+@pytest.mark.parametrize("name", [name for name in JUDGED.values() if name != "hello_world"])
 def test_the_reference_scores_one_and_an_idle_agent_zero(gym, name):
     """csv_report's test.sh drives a pytest suite; kv_service's service, started by the image's ENTRYPOINT, keeps
     what the agent stored through it for test.sh; vault_repl's reference needs a terminal (script); fix_git's
