@@ -76,7 +76,7 @@ def session_limits(path: Path, raw: Any) -> SessionLimits:
             raise ManifestError(str(path), f"session.{key}", "unknown setting", f"use one of {', '.join(known)}")
         if key in CHOICES:
             if value not in CHOICES[key]:
-                raise ManifestError(str(path), f"session.{key}", f"{value!r} is not one of its choices",
+                raise ManifestError(str(path), f"session.{key}", f"{value!r} is not a {key}",
                                     f"use one of {', '.join(CHOICES[key])}")
             values[key] = value
             continue

@@ -332,7 +332,7 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
     shutil.copytree(task_dir / "tests", tests / "harbor")
     (tests / "verify.py").write_text(_VERIFY)
     script: dict[str, object] = {"command": VERIFIER_COMMAND, "tests": "harbor",
-                                 "env": {**task.task_env, **task.verifier_env}}
+                                 "env": {**task.task_env, **task.verifier_env}, "agent_env": task.task_env}
     if facts.entrypoint:
         script.update(entrypoint=entrypoint_argv(facts.entrypoint), healthcheck=task.healthcheck,
                       health_s=health_budget_s(task.healthcheck))

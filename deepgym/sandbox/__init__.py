@@ -51,4 +51,5 @@ def make_provider(mode: str, **options: Any) -> Provider:
 
 
 __all__ = ["MODES", "ExecOptions", "ExecResult", "File", "Image", "ImageMissing", "Mount", "Provider",
-           "ProviderUnavailable", "Sandbox", "SandboxError", "SandboxLost", "SandboxSpec", "StartFailure", "make_provider"]
+           "ProviderUnavailable", "Sandbox", "SandboxError", "SandboxLost", "SandboxSpec", "StartFailure",
+           "make_provider"]

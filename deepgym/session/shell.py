@@ -70,6 +70,9 @@ class ShellActions:
         """The agent's working directory inside the sandbox (``session.workspace``), once open."""
         self.workspace = ""
         """The agent's working directory as its commands see it (the host's path in local mode), once open."""
+        self.agent_env: dict[str, str] = {}
+        """The task's own variables for every action (session.json's ``script.agent_env``: an imported task's
+        ``[environment].env``)."""
 
     def refusal(self, episode: Episode) -> str | None:
         env = episode.env
@@ -96,6 +99,8 @@ class ShellActions:
         keep(sandbox)
         self.cwd = env.session.workspace
         self.workspace = self.runner.path(sandbox, self.cwd)
+        self.agent_env = dict(json.loads((env.tests_dir / "session.json").read_text()).get("script", {})
+                              .get("agent_env", {}))
         report, _, timed_out = self.session_runner(episode, sandbox, "setup", timeout_s=HOST_GRACE_S + 30)
         if report is None or not report.get("ok"):
             said = "the session runner gave no report" if timed_out else "the session runner gave no single report"
@@ -110,8 +115,8 @@ class ShellActions:
     def exchange(self, sandbox: Sandbox, parsed: str, timeout_s: float) -> ExecResult:
         """Run the shell command as the agent; stdout and stderr together."""
         options = ExecOptions(timeout_s=timeout_s, user=self.runner.user(AGENT_UID), cwd=self.cwd,
-                              env={"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "dumb", "LANG": "C.UTF-8",
-                                   "PATH": "/usr/local/bin:/usr/bin:/bin"},
+                              env={"TERM": "dumb", "LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",
+                                   **self.agent_env, "HOME": self.workspace, "TMPDIR": self.workspace},
                               stdout_limit=ACTION_STDOUT_BYTES)
         for attempt in range(START_ATTEMPTS):
             # A command the engine could not start ran nothing, so trying again replays nothing: a busy
@@ -187,7 +192,8 @@ def episode_mounts(limits: SessionLimits) -> tuple[Mount, ...]:
     if posixpath.dirname(limits.workspace) != "/tmp":
         mounts.append(Mount(limits.workspace, AGENT_UID, exec=True))
     if limits.verifier == "script":
-        mounts += [Mount(SOLUTION_DIR, AGENT_UID, exec=True), Mount(LOGS_DIR, VERIFIER_UID), Mount(TESTS_DIR, 0, exec=True)]
+        mounts += [Mount(SOLUTION_DIR, AGENT_UID, exec=True), Mount(LOGS_DIR, VERIFIER_UID),
+                   Mount(TESTS_DIR, 0, exec=True)]
     return tuple(mounts)
 
 

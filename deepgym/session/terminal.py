@@ -101,7 +101,7 @@ class TerminalActions(ShellActions):
         channel = made[0].attach(self.runner.terminal_argv, ExecOptions(timeout_s=episode.lifetime_s,
                                                                          user=self.runner.user(0)))
         channel.send({"nonce": secrets.token_hex(8), "agent_uid": AGENT_UID, "workspace": self.workspace,
-                      "rows": ROWS, "cols": COLUMNS})
+                      "rows": ROWS, "cols": COLUMNS, "env": self.agent_env})
         ready = channel.receive(START_S)
         if ready is None or not ready.get("ready"):
             return f"the terminal could not start: {(ready or {}).get('error', 'no answer in time')}"

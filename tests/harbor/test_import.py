@@ -93,7 +93,7 @@ def test_the_hidden_tests_hold_test_sh_and_the_script_verifier_runs_it(imported:
         assert (tests / "harbor" / name).read_bytes() == (TASKS / "csv-report" / "tests" / name).read_bytes()
     assert json.loads((tests / "session.json").read_text()) == {
         "probes": {}, "script": {"command": ["bash", "/tests/test.sh"], "tests": "harbor",
-                                 "env": {"REPORT_PATH": "/app/report.json"}}}
+                                 "env": {"REPORT_PATH": "/app/report.json"}, "agent_env": {}}}
     csv_report = load_environment("csv_report")
     assert (csv_report.session.terminal, csv_report.session.verifier) == ("persistent", "script")
     assert csv_report.session.workspace == "/app"
@@ -256,3 +256,12 @@ def test_two_tasks_with_one_name_are_refused_before_anything_is_written(tmp_path
 def test_the_cli_loads_no_importer_until_the_command_runs() -> None:
     code = "import sys, deepgym.cli; sys.exit('deepgym.harbor.importer' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.filterwarnings("ignore:deepgym local mode:RuntimeWarning")
+def test_a_mode_that_cannot_mount_the_tasks_folders_refuses_it_with_the_fix(imported: Path) -> None:
+    from deepgym import DeepGym
+
+    with DeepGym(mode="local", allow_local=True) as local:
+        with pytest.raises(ValueError, match=r"needs folders of its own.*/app.*script.*Use mode='docker'"):
+            local.session("hello_world")

@@ -52,12 +52,14 @@ def test_deepgym_check_passes_an_imported_task_from_the_readmes_command(capsys):
     assert "1/1 environments pass" in capsys.readouterr().out
 
 
-def test_a_fresh_shell_judges_an_imported_task_too(gym):
+@pytest.mark.parametrize("terminal", ["fresh", "persistent"])
+def test_the_tasks_env_reaches_every_action_and_a_fresh_shell_judges_too(gym, terminal):
     env = load_environment("hello_world")
-    fresh = dataclasses.replace(env, session=dataclasses.replace(env.session, terminal="fresh"))
-    with gym.session(fresh) as session:
-        assert not isinstance(session, TerminalSession)
+    chosen = dataclasses.replace(env, session=dataclasses.replace(env.session, terminal=terminal))
+    with gym.session(chosen) as session:
+        assert isinstance(session, TerminalSession) == (terminal == "persistent")
         session.start()
+        assert "Hello, world!" in session.step('echo "$GREETING"; pwd').observation.text  # [environment].env
         for action in action_sequences(env, "reference")[0]:
             session.step(action)
         assert session.score().score == 1.0
@@ -98,19 +100,25 @@ PASS_ALL = ("import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_run
             "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n")
 
 
-@pytest.mark.parametrize("plant", [
-    f"cat > /app/conftest.py <<'EOF'\n{PASS_ALL}EOF",
-    "printf '[pytest]\\naddopts = -p no:python\\n' > /app/pytest.ini",
-    "printf 'import os\\nos.makedirs(\"/logs/verifier\", exist_ok=True)\\n' > /app/sitecustomize.py",
-    "mkdir -p /tmp/site && echo 'import os' > /tmp/site/evil.pth",
-    "printf '#!/bin/sh\\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n' > /app/python3 && "
-    "chmod +x /app/python3",
-    "echo 'def main(*a, **k): return 0' > /app/pytest.py",
-], ids=["conftest", "pytest_ini", "sitecustomize", "pth", "path_shadow", "module_shadow"])
-def test_a_file_the_test_run_would_load_is_tampering_even_beside_a_wrong_answer(gym, plant):
-    """The report is written wrong on purpose: only the planted file could make test.sh pass."""
-    verdict = episode(gym, "csv_report", ["echo '{\"North\": 1}' > /app/report.json", plant])
+PLANTS = {
+    "/app/conftest.py": f"cat > /app/conftest.py <<'EOF'\n{PASS_ALL}EOF",
+    "/app/pytest.ini": "printf '[pytest]\\naddopts = -p no:python\\n' > /app/pytest.ini",
+    "/app/sitecustomize.py": "printf 'import os\\nos.makedirs(\"/logs/verifier\", exist_ok=True)\\n' "
+                             "> /app/sitecustomize.py",
+    "/tmp/site/evil.pth": "mkdir -p /tmp/site && echo 'import os' > /tmp/site/evil.pth",
+    "/app/python3": "printf '#!/bin/sh\\nmkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt\\n' "
+                    "> /app/python3 && chmod +x /app/python3",
+    "/app/pytest.py": "echo 'def main(*a, **k): return 0' > /app/pytest.py",
+}
+
+
+def test_every_file_the_test_run_would_load_is_named_as_tampering(gym):
+    """One episode plants them all beside a report written wrong on purpose: only a planted file could make
+    test.sh pass. The verdict names each (tests/harbor/test_script_rules.py checks them one by one)."""
+    verdict = episode(gym, "csv_report", ["echo '{\"North\": 1}' > /app/report.json", *PLANTS.values()])
     assert (verdict.score, verdict.error_type) == (0.0, "test_infra_tampering"), verdict.details
+    for path in PLANTS:
+        assert f"{path}: " in verdict.details, path
 
 
 def test_tampering_scores_zero_even_beside_the_real_solution(gym):

@@ -113,7 +113,7 @@ def test_a_workspace_is_a_folder_of_its_own_or_directly_under_tmp(value, ok: boo
 def test_the_manifest_names_a_bad_workspace_or_verifier_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="session.workspace.*directly under /tmp"):
         session_limits(tmp_path / "manifest.yaml", {"workspace": "/usr"})
-    with pytest.raises(ManifestError, match="session.verifier.*python, script"):
+    with pytest.raises(ManifestError, match="session.verifier: .bash. is not a verifier.*python, script"):
         session_limits(tmp_path / "manifest.yaml", {"verifier": "bash"})
     limits = session_limits(tmp_path / "manifest.yaml", {"workspace": "/app", "verifier": "script"})
     assert (limits.workspace, limits.verifier) == ("/app", "script")

@@ -22,7 +22,7 @@ import select
 import struct
 import termios
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..confine.privileges import MAX_FD
@@ -51,15 +51,19 @@ class TerminalRequest:
     workspace: str
     rows: int = 40
     cols: int = 160
+    env: dict[str, str] = field(default_factory=dict)
+    """The task's own variables (an imported task's ``[environment].env``)."""
 
     def environment(self) -> dict[str, str]:
-        """The shell's whole environment: nothing of this process's, a prompt that ends in the marker, no history
-        file (it would be written into the workspace that the verifier reads), and ``cat`` as the pager, so that
-        ``git log`` or ``man`` print and return instead of waiting for keys (``less`` still pages when asked)."""
+        """The shell's whole environment: nothing of this process's but the task's ``env``, a prompt that ends in
+        the marker, no history file (it would be written into the workspace that the verifier reads), and ``cat``
+        as the pager, so that ``git log`` or ``man`` print and return instead of waiting for keys (``less`` still
+        pages when asked)."""
         prompt = r"\w\$ \[" + MARK.format(nonce=self.nonce).replace("\x1b", r"\e").replace("\x07", r"\a") + r"\]"
         return {"HOME": self.workspace, "TMPDIR": self.workspace, "TERM": "xterm", "LANG": "C.UTF-8",
-                "PATH": "/usr/local/bin:/usr/bin:/bin", "PS1": prompt, "PS2": "> ", "HISTFILE": "",
-                "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat"}
+                "PATH": "/usr/local/bin:/usr/bin:/bin", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat",
+                **{str(key): str(value) for key, value in self.env.items()},
+                "PS1": prompt, "PS2": "> ", "HISTFILE": ""}
 
 
 class Terminal:
