@@ -83,8 +83,9 @@ FIELDS: tuple[Field, ...] = (
     Field("environment.tpu", REFUSED, "deepgym sandboxes have no TPUs"),
     Field("environment.mcp_servers", REFUSED, "an agent's MCP servers are not part of a deepgym episode; an "
                                               "empty list is accepted"),
-    Field("environment.env", SUPPORTED, "literal values recorded for the agent's and verifier's commands; a "
-                                        "`${VAR}` from the host is refused"),
+    Field("environment.env", SUPPORTED, "literal values exported into every action of the agent (fresh shell and "
+                                        "terminal), the ENTRYPOINT's runs and test.sh; a `${VAR}` from the host is "
+                                        "refused"),
     Field("environment.skills_dir", IGNORED, "agent-harness configuration"),
     Field("environment.healthcheck", SUPPORTED, "waited for after each run of the image's ENTRYPOINT (before the "
                                                 "first observation, before test.sh), at most 30 s"),
