@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 from .shutdown import reason as shutdown_reason
 from .shutdown import requested as shutdown_requested
@@ -82,7 +83,14 @@ class Images:
         return self.pinned.get(env.id, image_name(env.id))
 
     def resolve(self, provider: Provider, env: Environment) -> tuple[str, str]:
-        """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable."""
+        """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable.
+
+        For a provider whose images are where its sandboxes run (:attr:`Provider.images_elsewhere
+        <deepgym.sandbox.base.Provider.images_elsewhere>`) nothing is asked here: the id is the reference, and
+        the machine that makes the sandbox checks it against :meth:`required_labels`, so only a current image
+        ever judges there."""
+        if provider.images_elsewhere:
+            return self.ref(env), "current"
         if provider.registers_images:
             return self._registered(provider, env)
         ref = self.ref(env)
@@ -109,6 +117,13 @@ class Images:
         with self._lock:
             self._resolved[ref] = (image.id, status)
         return image.id, status
+
+    def required_labels(self, provider: Provider, env: Environment) -> dict[str, str]:
+        """The labels ``env``'s image must carry where ``provider`` makes the sandbox: this host's content hash
+        of ``env``'s files for a provider whose images are elsewhere (a stale image is refused there whatever
+        ``allow_stale_image`` says, since no one here could see it), nothing for one whose image id was
+        checked here."""
+        return {HASH_LABEL: content_hash(env.id)} if provider.images_elsewhere else {}
 
     def _registered(self, provider: Provider, env: Environment) -> tuple[str, str]:
         """(image id, status) of ``env``'s image as registered with ``provider`` under its content-hash name
@@ -184,7 +199,7 @@ def _observe(provider: Provider, env: Environment, request: Request, images: Ima
             spec = sandbox_spec(env, provider.host_image)
         else:
             image_id, image_status = images.resolve(provider, env)
-            spec = sandbox_spec(env, image_id)
+            spec = replace(sandbox_spec(env, image_id), image_labels=images.required_labels(provider, env))
         timeout_s = request.limits.host_deadline_s + START_GRACE_S
         warm = provider.warm_pool() if isolation == "process" else None
         if warm is not None:
@@ -198,5 +213,5 @@ def _observe(provider: Provider, env: Environment, request: Request, images: Ima
         return RunFacts(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
     return RunFacts(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
-                       stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
-                       image_id=image_id, image_status=image_status)
+                    stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
+                    image_id=result.image_id or image_id, image_status=image_status, node=result.node)

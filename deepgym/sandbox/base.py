@@ -83,6 +83,10 @@ class SandboxSpec:
     """The uid:gid that processes run as unless an exec says otherwise (the runner starts as root)."""
     capabilities: tuple[str, ...] = ("SETUID", "SETGID", "KILL")
     """The only capabilities the sandbox's processes may hold; the runner drops them before untrusted code."""
+    image_labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels ``image`` must carry where the sandbox is made, for a provider whose images are there and not
+    here (:attr:`Provider.images_elsewhere`): the content hash the caller's files give. Empty when ``image`` is
+    an id the caller resolved and checked itself."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,11 @@ class ExecResult:
     timed_out: bool
     elapsed_s: float
     stdout_truncated: bool = False
+    node: str | None = None
+    """The machine that ran it, for a provider that places each sandbox on one of several (Ray's node id)."""
+    image_id: str | None = None
+    """The image it ran in as that machine resolved it, for a provider whose images are there
+    (:attr:`Provider.images_elsewhere`); None when the spec already named the id."""
 
 
 @dataclass(frozen=True)
@@ -284,6 +293,11 @@ class Provider(ABC):
     host_image: ClassVar[str | None] = None
     """The image a spec names when this provider runs the host's own files instead of an environment's image
     (no image is resolved then); None for a provider that starts images."""
+    images_elsewhere: ClassVar[bool] = False
+    """Whether the images live where the sandboxes run and not where deepgym is called (Ray's nodes, each with
+    an engine of its own): the caller then names an image by reference and the labels it must carry
+    (:attr:`SandboxSpec.image_labels`), never by an id, and the provider resolves and checks it on the machine
+    that makes the sandbox, reporting that machine's id (:attr:`ExecResult.image_id`)."""
 
     @abstractmethod
     def image(self, ref: str) -> Image:
