@@ -46,8 +46,10 @@ class DeepGym(AsyncFaces):
     Args:
         mode: ``docker`` (a fresh locked-down container per sample), ``daytona`` (a fresh Daytona sandbox of
             the same image, docs/providers.md), ``auto`` (docker when an engine answers, else the one remote
-            provider whose credentials are set; never unisolated), or ``local`` (no isolation, for developing
-            environments; needs ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
+            provider whose credentials are set; never unisolated), ``ray`` (each sample placed by your Ray cluster
+            on a node that offers ``deepgym_sandbox`` and judged there; this host needs no engine and no image,
+            docs/ray.md), or ``local`` (no isolation, for developing environments; needs ``allow_local=True`` or
+            ``DEEPGYM_ALLOW_LOCAL=1``).
         max_parallel: samples judged at once by ``run_batch`` (default: the CPU count, at least 2; beyond it
             latency grows without more throughput, see benchmarks/throughput.py).
         max_sandboxes: how many sandboxes may run at once on this host, counted across every deepgym process
