@@ -26,8 +26,8 @@ import pytest
 from support import ROOT
 
 UNITS = 2
-PORT_OPTIONS = ("--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
-                "--dashboard-agent-grpc-port", "--metrics-export-port", "--runtime-env-agent-port")
+PORT_OPTIONS = ("--object-manager-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
+                "--metrics-export-port", "--runtime-env-agent-port")
 
 
 def free_port() -> int:
@@ -39,8 +39,9 @@ def free_port() -> int:
 @dataclass
 class Node:
     name: str
-    docker_host: str
     process: subprocess.Popen
+    manager_port: int
+    """Its raylet's port, which names that raylet's process among every raylet of the machine."""
     id: str = ""
 
 
@@ -52,38 +53,27 @@ class Cluster:
 
     def pids(self, node: Node | None = None) -> list[int]:
         """Our cluster's processes (their command lines name its temp folder), or one node's: its ``ray start``
-        and what runs under its raylet."""
+        (the process group it leads) and its raylet with everything under it."""
         found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if str(self.temp) in argv and (node is None or f"deepgym_{node.name}" in argv or
-                                           self._under(int(entry.name), node)):
-                found.append(int(entry.name))
+        raylet = None if node is None else next(
+            (pid for pid, argv in self._ours() if f"--node_manager_port={node.manager_port}" in argv and
+             "raylet" in argv.split(" ", 1)[0]), None)
+        for pid, _ in self._ours():
+            if node is None or _in_group(pid, node.process.pid) or (raylet is not None and _descends(pid, raylet)):
+                found.append(pid)
         return found
 
-    def _under(self, pid: int, node: Node) -> bool:
-        """Whether ``pid`` descends from the raylet of ``node`` (found by its node manager port)."""
-        raylets = {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and self._is_raylet(p, node)}
-        while pid > 1:
-            if pid in raylets:
-                return True
-            try:
-                pid = int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                return False
-        return False
-
-    def _is_raylet(self, proc: Path, node: Node) -> bool:
-        try:
-            argv = (proc / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            return False
-        return "raylet" in argv and f"deepgym_{node.name}" in argv
+    def _ours(self) -> list[tuple[int, str]]:
+        listed = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if str(self.temp) in argv:
+                    listed.append((int(entry.name), argv))
+        return listed
 
     def kill(self, node: Node) -> list[int]:
         """SIGKILL every process of ``node`` at once: the node dies as a machine would."""
@@ -96,18 +86,44 @@ class Cluster:
         return pids
 
 
-def start(node: str, docker_host: str, temp: Path, extra: list[str]) -> subprocess.Popen:
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (state, ppid, pgrp, ...); [] when it is gone."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _in_group(pid: int, group: int) -> bool:
+    fields = _stat(pid)
+    return len(fields) > 2 and fields[2] == str(group)
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        fields = _stat(pid)
+        if len(fields) < 2:
+            return False
+        pid = int(fields[1])
+    return False
+
+
+def start(node: str, docker_host: str, temp: Path, extra: list[str]) -> Node:
     """``ray start --block`` of node ``node`` judging on ``docker_host``, in a session of its own."""
     resources = json.dumps({"deepgym_sandbox": UNITS, f"deepgym_{node}": UNITS})
     low = random.randrange(30000, 60000, 100)
+    manager = free_port()
     argv = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address=127.0.0.1",
             f"--resources={resources}", "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp}",
-            f"--min-worker-port={low}", f"--max-worker-port={low + 99}",
+            f"--min-worker-port={low}", f"--max-worker-port={low + 99}", f"--node-manager-port={manager}",
             *[f"{option}={free_port()}" for option in PORT_OPTIONS], *extra]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     environment.update(DOCKER_HOST=docker_host, PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0")
     log = open(temp.parent / f"ray-start-{node}.log", "w")  # noqa: SIM115 - the process keeps it until its end
-    return subprocess.Popen(argv, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(argv, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return Node(node, process, manager)
 
 
 def owned_by(pids: set[int]) -> list[str]:
@@ -151,16 +167,15 @@ def ray_cluster(second_engine):
     port = free_port()
     cluster = Cluster(f"127.0.0.1:{port}", temp)
     try:
-        head = start("a", "unix:///var/run/docker.sock", temp, ["--head", f"--port={port}", "--include-dashboard=false",
-                                                                f"--ray-client-server-port={free_port()}"])
-        cluster.nodes["a"] = Node("a", "unix:///var/run/docker.sock", head)
+        cluster.nodes["a"] = start("a", "unix:///var/run/docker.sock", temp,
+                                   ["--head", f"--port={port}", "--include-dashboard=false",
+                                    f"--ray-client-server-port={free_port()}"])
         for _ in range(240):
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.25)
-        node_b = start("b", second_engine.host, temp, [f"--address={cluster.address}"])
-        cluster.nodes["b"] = Node("b", second_engine.host, node_b)
+        cluster.nodes["b"] = start("b", second_engine.host, temp, [f"--address={cluster.address}"])
         ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
         for node in wait_for_nodes(ray, 2):
             for name in ("a", "b"):

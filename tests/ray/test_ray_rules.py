@@ -20,7 +20,7 @@ from deepgym.sandbox import MODES, ExecOptions, ExecResult, Image, ImageMissing,
 from deepgym.sandbox.base import ProviderUnavailable
 from deepgym.sandbox.ray import errors, node, provider
 from deepgym.sandbox.ray.node import Failed, Started
-from deepgym.verdict import classify
+from deepgym.verdict import NoVerdictError, classify
 
 REF = "deepgym-coin_change:ray"
 WANTED = {HASH_LABEL: "abc123"}
@@ -282,3 +282,13 @@ def test_ray_is_a_mode_and_needs_neither_ray_nor_docker_until_a_sample_is_judged
             "print(gym.backend, ' '.join(m for m in ('ray', 'docker') if m in sys.modules))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert shown == ["ray"]
+
+
+def test_an_episode_through_ray_is_a_start_failure_until_sessions_are_placed(monkeypatch):
+    from deepgym import DeepGym
+
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    with DeepGym(mode="ray") as gym, gym.session("shell_repair_script") as episode:
+        with pytest.raises(NoVerdictError) as failure:
+            episode.start()
+    assert failure.value.error_type == "sandbox_start_failure" and "sessions over Ray" in failure.value.reason
