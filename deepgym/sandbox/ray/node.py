@@ -85,7 +85,7 @@ def checked_image(provider: Provider, spec: SandboxSpec, node: str) -> Image:
         image = provider.image(spec.image)
     except ImageMissing:
         raise ImageMissing(f"Ray node {node} has no image {spec.image}; build it on that node (`deepgym images "
-                           f"build`, with the caller's DEEPGYM_TAG) or load it there") from None
+                           f"build` with the caller's DEEPGYM_TAG), or pull or load it there") from None
     wrong = [f"{label} is {image.labels.get(label)!r} there, the caller's files give {wanted!r}"
              for label, wanted in spec.image_labels.items() if image.labels.get(label) != wanted]
     if wrong:
