@@ -4,6 +4,7 @@ scheduling itself is faked here; tests/ray/test_ray_cluster.py runs the same cod
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -292,3 +293,17 @@ def test_an_episode_through_ray_is_a_start_failure_until_sessions_are_placed(mon
         with pytest.raises(NoVerdictError) as failure:
             episode.start()
     assert failure.value.error_type == "sandbox_start_failure" and "sessions over Ray" in failure.value.reason
+
+
+def test_a_cluster_that_does_not_answer_is_daemon_unavailable_at_once(monkeypatch):
+    from deepgym import DeepGym
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    assert not provider.gcs_answers(f"127.0.0.1:{port}")
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with DeepGym(mode="ray") as gym:
+        outcome = gym.judge("coin_change", "```python\ndef coin_change(coins, amount):\n    return 0\n```")
+    assert isinstance(outcome, NoVerdictError) and outcome.error_type == "daemon_unavailable"
+    assert f"no Ray cluster answers at '127.0.0.1:{port}'" in outcome.reason and "ray start --head" in outcome.reason

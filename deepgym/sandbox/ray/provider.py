@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..base import ExecOptions, ExecResult, Image, Provider, ProviderUnavailable, Sandbox, SandboxLost, SandboxSpec, \
@@ -43,6 +46,27 @@ removes the sandbox and sends the result back in that time."""
 POLL_S = 1.0
 """How often a waiting sample checks that the cluster still offers the resource."""
 CAPACITY_CACHE_S = 1.0
+GCS_PROBE_S = 3.0
+
+
+def gcs_answers(address: str) -> bool:
+    """Whether the cluster ``address`` names accepts a connection, asked before ``ray.init``, which otherwise
+    retries an address that does not answer for minutes. ``auto`` is the cluster this machine's ``ray start``
+    recorded (none recorded: ``ray.init`` says so at once); a ``ray://`` client address is left to Ray."""
+    if address == "auto":
+        recorded = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        try:
+            address = recorded.read_text().strip()
+        except OSError:
+            return True
+    if "://" in address:
+        return True
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=GCS_PROBE_S):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 class RayProvider(Provider):
@@ -115,12 +139,14 @@ class RayProvider(Provider):
                 raise ProviderUnavailable("mode 'ray' needs Ray: pip install 'deepgym[ray]'") from None
             if not ray.is_initialized():
                 address = self.address or os.environ.get("RAY_ADDRESS") or "auto"
+                fix = (f"start one with `ray start --head --resources '{{\"{self.resource}\": N}}'` (docs/ray.md) "
+                       f"or set RAY_ADDRESS")
+                if not gcs_answers(address):
+                    raise ProviderUnavailable(f"no Ray cluster answers at {address!r}; {fix}")
                 try:
                     ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
                 except (ConnectionError, RuntimeError, ValueError) as exc:
-                    raise ProviderUnavailable(f"no Ray cluster answers at {address!r} ({exc}); start one with "
-                                              f"`ray start --head --resources '{{\"{self.resource}\": N}}'` "
-                                              f"(docs/ray.md) or set RAY_ADDRESS") from None
+                    raise ProviderUnavailable(f"no Ray cluster answers at {address!r} ({exc}); {fix}") from None
                 self._connected_here = True
             return ray
 
