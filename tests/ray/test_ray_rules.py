@@ -307,3 +307,11 @@ def test_a_cluster_that_does_not_answer_is_daemon_unavailable_at_once(monkeypatc
         outcome = gym.judge("coin_change", "```python\ndef coin_change(coins, amount):\n    return 0\n```")
     assert isinstance(outcome, NoVerdictError) and outcome.error_type == "daemon_unavailable"
     assert f"no Ray cluster answers at '127.0.0.1:{port}'" in outcome.reason and "ray start --head" in outcome.reason
+
+
+def test_a_shutdown_stops_the_wait_and_cancels_the_task(monkeypatch):
+    monkeypatch.setattr(provider, "shutdown_requested", lambda: True)
+    stream = Stream(Started("n1", "sha256:a"), RESULT, polls=5)
+    with pytest.raises(SandboxLost, match="shutting down"):
+        dispatching(FakeRay(stream)).run(SPEC, ["runner"], OPTIONS)
+    assert stream.cancelled

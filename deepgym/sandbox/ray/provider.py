@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...shutdown import requested as shutdown_requested
 from ..base import ExecOptions, ExecResult, Image, Provider, ProviderUnavailable, Sandbox, SandboxLost, SandboxSpec, \
     StartFailure
 from .errors import NotReached, answered, translated
@@ -171,10 +172,14 @@ class RayProvider(Provider):
 
     def _next(self, ray: Any, stream: Any, started: Started | None, deadline: float | None) -> Any:
         """The stream's next item once it comes: while the sample waits to start, as long as some node offers
-        the resource; once started, until ``deadline``. Raises the sample's SandboxError otherwise."""
+        the resource; once started, until ``deadline``; either way until deepgym shuts down, which cancels the
+        task. Raises the sample's SandboxError otherwise."""
         missing_since: float | None = None
         while not ray.wait([stream], timeout=POLL_S)[0]:
             now = time.monotonic()
+            if shutdown_requested():  # the sample ends as cancelled (deepgym.judging); its task goes with it
+                ray.cancel(stream, force=True)
+                raise SandboxLost("deepgym is shutting down")
             if started is not None:
                 if deadline is not None and now > deadline:
                     ray.cancel(stream, force=True)
