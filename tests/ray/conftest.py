@@ -110,7 +110,7 @@ def _descends(pid: int, ancestor: int) -> bool:
     return False
 
 
-def start(node: str, docker_host: str, temp: Path, extra: list[str]) -> Node:
+def start(node: str, docker_host: str, temp: Path, extra: list[str], auth: dict[str, str]) -> Node:
     """``ray start --block`` of node ``node`` judging on ``docker_host``, in a session of its own."""
     resources = json.dumps({"deepgym_sandbox": UNITS, f"deepgym_{node}": UNITS})
     low = random.randrange(30000, 60000, 100)
@@ -120,9 +120,10 @@ def start(node: str, docker_host: str, temp: Path, extra: list[str]) -> Node:
             f"--min-worker-port={low}", f"--max-worker-port={low + 99}", f"--node-manager-port={manager}",
             *[f"{option}={free_port()}" for option in PORT_OPTIONS], *extra]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
-    environment.update(DOCKER_HOST=docker_host, PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0")
-    log = open(temp.parent / f"ray-start-{node}.log", "w")  # noqa: SIM115 - the process keeps it until its end
-    process = subprocess.Popen(argv, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    environment.update(DOCKER_HOST=docker_host, PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0", **auth)
+    with open(temp.parent / f"ray-start-{node}.log", "w") as log:
+        process = subprocess.Popen(argv, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
     return Node(node, process, manager)
 
 
@@ -166,16 +167,20 @@ def ray_cluster(second_engine):
     temp.mkdir()
     port = free_port()
     cluster = Cluster(f"127.0.0.1:{port}", temp)
+    # Ray 2.60 turns token authentication on for a head when ~/.ray/auth_token exists, and a driver reads its
+    # mode once, when ray is first imported (here, long before this fixture), never for an explicit address:
+    # this local test cluster, on free ports of 127.0.0.1, runs without it.
+    auth = {"RAY_AUTH_MODE": "disabled"}
     try:
         cluster.nodes["a"] = start("a", "unix:///var/run/docker.sock", temp,
                                    ["--head", f"--port={port}", "--include-dashboard=false",
-                                    f"--ray-client-server-port={free_port()}"])
+                                    f"--ray-client-server-port={free_port()}"], auth)
         for _ in range(240):
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.25)
-        cluster.nodes["b"] = start("b", second_engine.host, temp, [f"--address={cluster.address}"])
+        cluster.nodes["b"] = start("b", second_engine.host, temp, [f"--address={cluster.address}"], auth)
         ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
         for node in wait_for_nodes(ray, 2):
             for name in ("a", "b"):

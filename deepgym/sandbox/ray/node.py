@@ -17,6 +17,7 @@ saw comes back as :class:`Failed`, never as an exception, so that its type and r
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -75,6 +76,7 @@ def local_provider() -> tuple[Provider, Admission | None]:
                                    f"from the image reference the caller resolved; use docker or apple")
             _admission = Admission(provider.admission_key) if provider.admission_key is not None else None
             _provider = provider
+            atexit.register(provider.close)  # Ray ends idle workers: their ready containers go with them
         return _provider, _admission
 
 
