@@ -96,4 +96,4 @@ def test_a_node_killed_mid_batch_costs_only_no_verdicts(caller, second_engine):
     assert lost and all(entry.error_type == "sandbox_lost" for entry in lost), [e.to_dict() for e in lost]
     assert all(caller.nodes["b"].id in entry.reason for entry in lost)
     assert judged and all(entry.score == 1.0 for entry in judged), [e.to_dict() for e in judged]
-    assert {entry.node for entry in judged} <= {caller.nodes["a"].id, caller.nodes["b"].id}
+    assert {entry.node for entry in judged} == {caller.nodes["a"].id}  # b's took 17 s: none ended before the kill
