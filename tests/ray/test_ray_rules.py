@@ -10,7 +10,9 @@ import sys
 from collections.abc import Mapping, Sequence
 
 import pytest
-import ray.exceptions
+
+# The `ray` extra; without it the mode is daemon_unavailable and there is nothing more to test.
+exceptions = pytest.importorskip("ray.exceptions")
 
 from deepgym.environments import load_environment
 from deepgym.images import HASH_LABEL, content_hash
@@ -103,12 +105,12 @@ def test_a_nodes_own_failure_is_an_answer_naming_the_node(on_node, images, fails
 
 
 def test_rays_failures_before_a_sandbox_may_be_retried_and_after_it_are_lost():
-    crashed = ray.exceptions.WorkerCrashedError()
+    crashed = exceptions.WorkerCrashedError()
     assert isinstance(errors.translated(crashed, None), errors.NotReached)
-    assert isinstance(errors.translated(ray.exceptions.NodeDiedError("gone"), None), errors.NotReached)
+    assert isinstance(errors.translated(exceptions.NodeDiedError("gone"), None), errors.NotReached)
     lost = errors.translated(crashed, Started("n2", "sha256:x"))
     assert isinstance(lost, SandboxLost) and "Ray node n2" in lost.reason
-    ours = ray.exceptions.RayTaskError("judge_here", "Traceback ...", ImportError("no module named deepgym"))
+    ours = exceptions.RayTaskError("judge_here", "Traceback ...", ImportError("no module named deepgym"))
     refused = errors.translated(ours, None)
     assert isinstance(refused, StartFailure) and not isinstance(refused, errors.NotReached)
     assert "ImportError" in refused.reason
@@ -185,20 +187,20 @@ def test_each_sample_asks_for_one_unit_and_comes_back_with_its_node():
 
 
 def test_a_sample_lost_before_its_sandbox_is_sent_once_more():
-    fake = FakeRay(Stream(ray.exceptions.WorkerCrashedError()), Stream(Started("n2", "sha256:b"), RESULT))
+    fake = FakeRay(Stream(exceptions.WorkerCrashedError()), Stream(Started("n2", "sha256:b"), RESULT))
     assert dispatching(fake).run(SPEC, ["runner"], OPTIONS) is RESULT
     assert len(fake.dispatched) == 2
 
 
 def test_a_sample_lost_twice_before_its_sandbox_is_a_start_failure():
-    fake = FakeRay(Stream(ray.exceptions.NodeDiedError("n1 died")), Stream(ray.exceptions.WorkerCrashedError()))
+    fake = FakeRay(Stream(exceptions.NodeDiedError("n1 died")), Stream(exceptions.WorkerCrashedError()))
     with pytest.raises(StartFailure, match="before it reached a sandbox"):
         dispatching(fake).run(SPEC, ["runner"], OPTIONS)
     assert len(fake.dispatched) == 2
 
 
 def test_a_sample_lost_in_play_is_sandbox_lost_and_never_sent_again():
-    fake = FakeRay(Stream(Started("n2", "sha256:b"), ray.exceptions.WorkerCrashedError()),
+    fake = FakeRay(Stream(Started("n2", "sha256:b"), exceptions.WorkerCrashedError()),
                    Stream(Started("n1", "sha256:a"), RESULT))
     with pytest.raises(SandboxLost, match="Ray node n2 or its worker was lost while the sample was in play"):
         dispatching(fake).run(SPEC, ["runner"], OPTIONS)
