@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -74,6 +75,13 @@ class Cluster:
                 if str(self.temp) in argv:
                     listed.append((int(entry.name), argv))
         return listed
+
+    def workers(self) -> set[int]:
+        """Every worker process the cluster's raylets started, dead or alive (their logs say so)."""
+        started = set()
+        for log in self.temp.glob("session_*/logs/raylet*.out"):
+            started.update(int(pid) for pid in re.findall(r"Started worker process with pid (\d+)", log.read_text()))
+        return started
 
     def kill(self, node: Node) -> list[int]:
         """SIGKILL every process of ``node`` at once: the node dies as a machine would."""
@@ -188,7 +196,7 @@ def ray_cluster(second_engine):
                     cluster.nodes[name].id = node["NodeID"]
         yield cluster
     finally:
-        ours = set(cluster.pids())
+        ours = set(cluster.pids()) | cluster.workers()
         if ray.is_initialized():
             ray.shutdown()
         for node in cluster.nodes.values():
@@ -202,8 +210,9 @@ def ray_cluster(second_engine):
         for pid in cluster.pids():  # anything of ours that outlived its ray start
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        # The nodes' workers died with their ready containers (docker's prewarm), which a next provider on
-        # that engine would reap; here the session's leak checks would find them first.
+        # Ray ends idle workers without their exit handlers, leaving their ready containers (docker's prewarm,
+        # stopped once their stream closed), which the next provider on that engine reaps on first contact;
+        # here the session's leak checks would find them first.
         stale = second_engine.docker("ps", "-aq", "--filter", "label=deepgym").stdout.split()
         if stale:
             second_engine.docker("rm", "-f", *stale)

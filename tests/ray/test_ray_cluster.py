@@ -7,6 +7,7 @@ comes last: the cluster has one node after it."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 
@@ -14,7 +15,7 @@ import pytest
 
 from deepgym import DeepGym, NoVerdictError
 from deepgym.images import content_hash, image_name
-from support import fenced, solution
+from support import ROOT, fenced, solution
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -67,6 +68,21 @@ def test_a_node_without_the_callers_image_gives_image_missing_naming_itself(call
     with DeepGym(mode="ray") as gym:
         judged = gym.run("two_sum", answer)
     assert judged.score == 1.0 and judged.node == caller.nodes["a"].id
+
+
+def test_hostile_single_turn_submissions_get_their_verdict_through_ray(caller):
+    """The providers' subset of the hostile suite (attacks on secrets, signals, privileges, the network, exits and
+    the file system), each scored 0 with its expected error type wherever Ray placed it."""
+    sys.path.insert(0, str(ROOT / "tests" / "providers"))
+    from standins import hostile_attacks
+
+    attacks = hostile_attacks("coin_change")
+    with DeepGym(mode="ray") as gym:
+        outcomes = gym.run_batch("coin_change", [attack.response for attack in attacks], max_parallel=4)
+    for attack, outcome in zip(attacks, outcomes):
+        assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, \
+            (attack.id, outcome.to_dict())
+        assert outcome.node in {node.id for node in caller.nodes.values()}
 
 
 def in_play_on(engine, timeout_s: float = 120.0) -> str:

@@ -76,7 +76,7 @@ def local_provider() -> tuple[Provider, Admission | None]:
                                    f"from the image reference the caller resolved; use docker or apple")
             _admission = Admission(provider.admission_key) if provider.admission_key is not None else None
             _provider = provider
-            atexit.register(provider.close)  # Ray ends idle workers: their ready containers go with them
+            atexit.register(provider.close)  # a worker that exits cleanly takes its ready containers along
         return _provider, _admission
 
 
