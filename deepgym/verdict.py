@@ -285,6 +285,8 @@ class EpisodeFacts:
     timings: dict[str, float] = field(default_factory=dict)
     image_id: str | None = None
     image_status: str | None = None
+    node: str | None = None
+    """The machine the episode's sandbox lived on, when the provider chose one (Ray's node id)."""
 
 
 def classify_episode(facts: EpisodeFacts) -> Outcome:
@@ -321,4 +323,4 @@ def classify_episode(facts: EpisodeFacts) -> Outcome:
                              actual=c.get("actual")) for c in report.get("cases", []) if isinstance(c, dict))
     return Verdict(score=score, passed=report["passed"], error_type=error_type, details=str(report.get("details", "")),
                    cases=cases, cases_total=len(cases), timings=dict(facts.timings), image_id=facts.image_id,
-                   image_status=facts.image_status, **where)
+                   image_status=facts.image_status, node=facts.node, **where)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, Provider, ProviderUnavailable, Sandbox,
-                   SandboxError, SandboxLost, SandboxSpec, StartFailure)
+from .base import (ExecOptions, ExecResult, File, Image, ImageMissing, NodeLost, Provider, ProviderUnavailable,
+                   Sandbox, SandboxError, SandboxLost, SandboxSpec, StartFailure)
 from .direct import DIRECT_MODES, make_direct
 
 MODES = (*DIRECT_MODES, "ray")
@@ -32,5 +32,5 @@ def make_provider(mode: str, **options: Any) -> Provider:
     raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
 
 
-__all__ = ["MODES", "ExecOptions", "ExecResult", "File", "Image", "ImageMissing", "Provider", "ProviderUnavailable",
-           "Sandbox", "SandboxError", "SandboxLost", "SandboxSpec", "StartFailure", "make_provider"]
+__all__ = ["MODES", "ExecOptions", "ExecResult", "File", "Image", "ImageMissing", "NodeLost", "Provider",
+           "ProviderUnavailable", "Sandbox", "SandboxError", "SandboxLost", "SandboxSpec", "StartFailure", "make_provider"]

@@ -169,10 +169,21 @@ class SandboxLost(SandboxError):
     error_type = "sandbox_lost"
 
 
+class NodeLost(SandboxLost):
+    """The machine that held the sandbox was lost with it (a Ray node or its worker died, or stopped answering):
+    a failure of the infrastructure whatever the sandbox's code did, since nothing in a sandbox can reach its
+    machine. Never scored, not even in an episode's action phase."""
+
+
 class Sandbox(ABC):
     """One live sandbox. Thread-safe for concurrent :meth:`exec` calls; a context manager that closes it."""
 
     id: str
+    node: str | None = None
+    """The machine it lives on, for a provider that places each sandbox on one of several (Ray's node id)."""
+    image_id: str | None = None
+    """Its image as that machine resolved it, for a provider whose images are there
+    (:attr:`Provider.images_elsewhere`); None when the spec already named the id."""
 
     @abstractmethod
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:

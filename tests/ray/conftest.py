@@ -31,6 +31,17 @@ PORT_OPTIONS = ("--object-manager-port", "--dashboard-agent-listen-port", "--das
                 "--metrics-export-port", "--runtime-env-agent-port")
 
 
+FIRST_ENGINE = "unix:///var/run/docker.sock"
+"""This machine's engine, which node a judges on (the caller's own DOCKER_HOST points nowhere)."""
+SHELL_ENV = "shell_fix_config"
+"""The session environment whose episodes the cluster judges (its image is on both nodes)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that kills a node of the shared cluster runs after every other (the cluster has one node after it)."""
+    items.sort(key=lambda item: bool(getattr(getattr(item, "function", None), "kills_a_node", False)))
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -168,8 +179,8 @@ def ray_cluster(second_engine):
     from deepgym.images import image_name
     from support import ensure_images
 
-    ensure_images("coin_change", "two_sum")
-    second_engine.load(image_name("coin_change"))  # two_sum stays on the first engine only
+    ensure_images("coin_change", "two_sum", SHELL_ENV)
+    second_engine.load(image_name("coin_change"), image_name(SHELL_ENV))  # two_sum stays on the first engine only
     folder = Path(tempfile.mkdtemp(prefix="dgray-"))
     temp = folder / "t"
     temp.mkdir()
@@ -180,7 +191,7 @@ def ray_cluster(second_engine):
     # this local test cluster, on free ports of 127.0.0.1, runs without it.
     auth = {"RAY_AUTH_MODE": "disabled"}
     try:
-        cluster.nodes["a"] = start("a", "unix:///var/run/docker.sock", temp,
+        cluster.nodes["a"] = start("a", FIRST_ENGINE, temp,
                                    ["--head", f"--port={port}", "--include-dashboard=false",
                                     f"--ray-client-server-port={free_port()}"], auth)
         for _ in range(240):

@@ -2,7 +2,7 @@
 engine, node b on the second engine, and a caller whose DOCKER_HOST points nowhere. Right answers 1.0 and wrong
 ones 0 from both nodes, each verdict naming its node; a node without the caller's image says so; a node killed
 mid-batch costs only no-verdicts, and the samples it had not started are judged on the other node. The node kill
-comes last: the cluster has one node after it."""
+comes last (conftest.py orders it so): the cluster has one node after it."""
 
 from __future__ import annotations
 
@@ -113,3 +113,6 @@ def test_a_node_killed_mid_batch_costs_only_no_verdicts(caller, second_engine):
     assert all(caller.nodes["b"].id in entry.reason for entry in lost)
     assert judged and all(entry.score == 1.0 for entry in judged), [e.to_dict() for e in judged]
     assert {entry.node for entry in judged} == {caller.nodes["a"].id}  # b's took 17 s: none ended before the kill
+
+
+test_a_node_killed_mid_batch_costs_only_no_verdicts.kills_a_node = True  # type: ignore[attr-defined]

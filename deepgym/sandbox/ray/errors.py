@@ -4,12 +4,13 @@ sample, depending on whether it had reached a sandbox.
 Before the node said :class:`~deepgym.sandbox.ray.node.Started`, nothing of the submission had run: a worker or
 node lost then is :class:`NotReached`, which the provider may send once more. After it, the submission may have
 been in play when its node went, and nothing tells whose doing that was (a submission that brings its node down
-must not get a second node to try): ``sandbox_lost``. Neither is ever a 0.
+must not get a second node to try): ``sandbox_lost`` (:class:`~deepgym.sandbox.base.NodeLost`, which an episode
+never scores either). Neither is ever a 0.
 """
 
 from __future__ import annotations
 
-from ..base import ImageMissing, ProviderUnavailable, SandboxError, SandboxLost, StartFailure
+from ..base import ImageMissing, NodeLost, ProviderUnavailable, SandboxError, SandboxLost, StartFailure
 from .node import Failed, Started
 
 # The node's answers, back into the provider error each names.
@@ -46,7 +47,7 @@ def translated(exc: BaseException, started: Started | None) -> SandboxError:
         return NotReached(f"Ray lost the judging task before it reached a sandbox: {what}")
     if isinstance(exc, ray.exceptions.RayTaskError):
         raise RuntimeError(f"deepgym's judge failed on Ray node {started.node}: {what}") from exc
-    return SandboxLost(f"Ray node {started.node} or its worker was lost while the sample was in play: {what}")
+    return NodeLost(f"Ray node {started.node} or its worker was lost while the sample was in play: {what}")
 
 
 def _summary(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ What can go wrong, and what it costs the sample (translated in :mod:`deepgym.san
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...shutdown import requested as shutdown_requested
-from ..base import ExecOptions, ExecResult, Image, Provider, ProviderUnavailable, Sandbox, SandboxLost, SandboxSpec, \
+from ..base import ExecOptions, ExecResult, Image, NodeLost, Provider, ProviderUnavailable, Sandbox, SandboxLost, SandboxSpec, \
     StartFailure
 from .errors import NotReached, answered, translated
 from .node import Failed, Started, judge_here, sweep_here
@@ -97,8 +98,15 @@ class RayProvider(Provider):
         return Image(id=ref)
 
     def create(self, spec: SandboxSpec) -> Sandbox:
-        raise StartFailure("sessions over Ray are not implemented yet: an episode needs its sandbox on one node for "
-                           "its whole life; judge episodes with mode 'docker' on a node of the cluster")
+        """An episode's sandbox, held for its whole life by an actor on a node that Ray chooses
+        (:mod:`deepgym.sandbox.ray.session`); an actor lost before it made the sandbox is placed once more."""
+        from .session import open_episode
+
+        try:
+            return open_episode(self, self._ray(), spec)
+        except NotReached as lost:
+            log.warning("deepgym: %s; placing the episode once more", lost.reason)
+        return open_episode(self, self._ray(), spec)
 
     def run(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         """``argv`` in a fresh sandbox on a node that Ray chooses; a sample lost before it reached a sandbox is
@@ -171,19 +179,38 @@ class RayProvider(Provider):
         return answer
 
     def _next(self, ray: Any, stream: Any, started: Started | None, deadline: float | None) -> Any:
-        """The stream's next item once it comes: while the sample waits to start, as long as some node offers
-        the resource; once started, until ``deadline``; either way until deepgym shuts down, which cancels the
-        task. Raises the sample's SandboxError otherwise."""
+        """The stream's next item once it comes (see :meth:`answer`)."""
+        self._ready(ray, stream, started, deadline)
+        try:
+            return ray.get(next(stream))
+        except StopIteration:
+            where = f"Ray node {started.node}" if started is not None else "a Ray node"
+            error = NodeLost if started is not None else NotReached
+            raise error(f"{where} ended the judging task without an answer") from None
+        except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
+            raise translated(exc, started) from None
+
+    def answer(self, ray: Any, ref: Any, started: Started | None, timeout_s: float = 0.0) -> Any:
+        """The value of ``ref`` once it comes: while the sample waits to start, as long as some node offers the
+        resource; once started, for ``timeout_s`` and :data:`ANSWER_MARGIN_S`; either way until deepgym shuts
+        down, which cancels the task. Raises the sample's SandboxError otherwise."""
+        self._ready(ray, ref, started, time.monotonic() + timeout_s + ANSWER_MARGIN_S)
+        try:
+            return ray.get(ref)
+        except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
+            raise translated(exc, started) from None
+
+    def _ready(self, ray: Any, waited: Any, started: Started | None, deadline: float | None) -> None:
         missing_since: float | None = None
-        while not ray.wait([stream], timeout=POLL_S)[0]:
+        while not ray.wait([waited], timeout=POLL_S)[0]:
             now = time.monotonic()
             if shutdown_requested():  # the sample ends as cancelled (deepgym.judging); its task goes with it
-                ray.cancel(stream, force=True)
+                self._cancel(ray, waited)
                 raise SandboxLost("deepgym is shutting down")
             if started is not None:
                 if deadline is not None and now > deadline:
-                    ray.cancel(stream, force=True)
-                    raise SandboxLost(f"Ray node {started.node} gave no answer by the sample's deadline and "
+                    self._cancel(ray, waited)
+                    raise NodeLost(f"Ray node {started.node} gave no answer by the sample's deadline and "
                                       f"{ANSWER_MARGIN_S:g}s more")
                 continue
             if self._units(ray) > 0:
@@ -191,19 +218,18 @@ class RayProvider(Provider):
                 continue
             missing_since = missing_since if missing_since is not None else now
             if now - missing_since >= self.capacity_wait_s:
-                ray.cancel(stream, force=True)
+                self._cancel(ray, waited)
                 raise ProviderUnavailable(
                     f"no node of the Ray cluster offers the resource {self.resource!r} (waited "
                     f"{self.capacity_wait_s:g}s); on each node that judges, run `ray start --address=HEAD:PORT "
                     f"--resources '{{\"{self.resource}\": N}}'` with N its admission bound (docs/ray.md)")
-        try:
-            return ray.get(next(stream))
-        except StopIteration:
-            where = f"Ray node {started.node}" if started is not None else "a Ray node"
-            error = SandboxLost if started is not None else NotReached
-            raise error(f"{where} ended the judging task without an answer") from None
-        except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
-            raise translated(exc, started) from None
+
+    @staticmethod
+    def _cancel(ray: Any, waited: Any) -> None:
+        """Cancel a task's stream; an actor's call cannot be force-cancelled, and its actor is killed instead by
+        whoever holds it."""
+        with contextlib.suppress(Exception):  # noqa: BLE001 - a task that ended meanwhile needs no cancelling
+            ray.cancel(waited, force=True)
 
     def _units(self, ray: Any) -> float:
         """How many units of the resource the cluster's live nodes offer, asked at most once a second."""
