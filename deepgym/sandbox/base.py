@@ -304,6 +304,9 @@ class Provider(ABC):
     host_image: ClassVar[str | None] = None
     """The image a spec names when this provider runs the host's own files instead of an environment's image
     (no image is resolved then); None for a provider that starts images."""
+    awaits: ClassVar[bool] = False
+    """Whether :meth:`arun` works here: a sample can be awaited on an event loop with no thread waiting for it
+    (the async API then skips its executor, :mod:`deepgym.aio`)."""
     images_elsewhere: ClassVar[bool] = False
     """Whether the images live where the sandboxes run and not where deepgym is called (Ray's nodes, each with
     an engine of its own): the caller then names an image by reference and the labels it must carry
@@ -325,6 +328,11 @@ class Provider(ABC):
         both ways must pass the same conformance and hostile suites."""
         with self.create(spec) as box:
             return box.exec(argv, options)
+
+    async def arun(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """:meth:`run` awaited without a thread of its own: a capability of the providers whose :attr:`awaits`
+        is true (Ray's object refs). Elsewhere a sample's blocking calls run in the client's executor."""
+        raise NotImplementedError(f"mode {self.name!r} cannot await a sandbox; call run() in a thread")
 
     def episode_runner(self) -> EpisodeRunner:
         """How this provider's sandboxes run a shell episode: the image's runner, unless the provider says

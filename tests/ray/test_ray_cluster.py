@@ -35,12 +35,20 @@ def test_right_and_wrong_answers_are_judged_on_both_nodes_and_name_their_node(ca
     assert all(entry.runtime == "ray" and entry.to_dict()["node"] == entry.node for entry in batch)
 
 
-def test_the_async_face_and_verls_compute_score_judge_through_ray(caller):
+def test_the_async_face_awaits_rays_refs_and_verls_compute_score_judges_through_ray(caller):
+    """arun and arun_batch are coroutines from start to end: every verdict right, and the client never made the
+    executor whose threads would wait for samples."""
     from deepgym.integrations.verl import compute_score, reset_clients
 
+    async def main(gym):
+        one = await gym.arun("coin_change", RIGHT)
+        return one, await gym.arun_batch("coin_change", [RIGHT, WRONG] * 3)
+
     with DeepGym(mode="ray") as gym:
-        verdict = asyncio.run(gym.arun("coin_change", RIGHT))
+        verdict, batch = asyncio.run(main(gym))
+        assert not gym._executors, gym._executors
     assert verdict.score == 1.0 and verdict.node in {node.id for node in caller.nodes.values()}
+    assert [entry.score for entry in batch] == [1.0, 0.0] * 3, batch.summary()
     try:
         scored = compute_score("coin_change", WRONG, extra_info={"environment": "coin_change"}, mode="ray")
     finally:

@@ -19,7 +19,7 @@ from deepgym.authoring.replay import action_sequences
 from deepgym.environments import load_environment
 from support import ROOT
 
-from conftest import FIRST_ENGINE, SHELL_ENV
+from ray_cluster import FIRST_ENGINE, SHELL_ENV
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.timeout(900)]
 

@@ -14,7 +14,7 @@ import pytest
 
 from support import ROOT
 
-from conftest import SHELL_ENV
+from ray_cluster import SHELL_ENV
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.verl, pytest.mark.timeout(900)]
 pytest.importorskip("verl.trainer", reason="verl is not installed (source scripts/dev-env.sh --verl)")

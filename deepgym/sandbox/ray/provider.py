@@ -20,6 +20,7 @@ What can go wrong, and what it costs the sample (translated in :mod:`deepgym.san
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -32,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ...shutdown import requested as shutdown_requested
-from ..base import ExecOptions, ExecResult, Image, NodeLost, Provider, ProviderUnavailable, Sandbox, SandboxLost, SandboxSpec, \
-    StartFailure
+from ..base import ExecOptions, ExecResult, Image, NodeLost, Provider, ProviderUnavailable, Sandbox, SandboxError, \
+    SandboxLost, SandboxSpec, StartFailure
 from .errors import NotReached, answered, translated
 from .node import Failed, Started, judge_here, sweep_here
 
@@ -80,6 +81,7 @@ class RayProvider(Provider):
     name = "ray"
     admission_key = None  # the caller's CPUs judge nothing; each node takes its own host's slots
     images_elsewhere = True
+    awaits = True
 
     def __init__(self, *, max_parallel: int = 32, address: str | None = None, resource: str | None = None,
                  capacity_wait_s: float | None = None):
@@ -116,6 +118,14 @@ class RayProvider(Provider):
         except NotReached as lost:
             log.warning("deepgym: %s; sending the sample once more", lost.reason)
         return self._dispatch(spec, argv, options)
+
+    async def arun(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """:meth:`run` awaited on Ray's object refs: a waiting sample holds no thread."""
+        try:
+            return await self._adispatch(spec, argv, options)
+        except NotReached as lost:
+            log.warning("deepgym: %s; sending the sample once more", lost.reason)
+        return await self._adispatch(spec, argv, options)
 
     def sweep(self, labels: Mapping[str, str]) -> int:
         """Remove every sandbox carrying all of ``labels`` on every live node that offers the resource."""
@@ -161,68 +171,101 @@ class RayProvider(Provider):
 
     def _dispatch(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         ray = self._ray()
+        stream = self._submit(ray, spec, argv, options)
+        first = started_by(self._next(ray, stream, None, None))
+        return result_of(first, self._next(ray, stream, first, time.monotonic() + options.timeout_s + ANSWER_MARGIN_S))
+
+    async def _adispatch(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """:meth:`_dispatch` awaited: the waits are on Ray's object refs, with no thread of their own."""
+        ray = self._ray() if self._connected() else await asyncio.to_thread(self._ray)
+        stream = self._submit(ray, spec, argv, options)
+        try:
+            first = started_by(await self._anext(ray, stream, None, None))
+            deadline = time.monotonic() + options.timeout_s + ANSWER_MARGIN_S
+            return result_of(first, await self._anext(ray, stream, first, deadline))
+        except asyncio.CancelledError:  # the caller stopped waiting: the task goes too
+            self._cancel(ray, stream)
+            raise
+
+    def _submit(self, ray: Any, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> Any:
+        """The judging task's stream: one unit of the resource, never retried by Ray, spread over the nodes."""
         with self._lock:
             if self._judge is None:
                 self._judge = ray.remote(judge_here)
-        stream = self._judge.options(num_cpus=0, resources={self.resource: 1}, max_retries=0,
-                                     scheduling_strategy="SPREAD").remote(spec, list(argv), options)
-        first = self._next(ray, stream, None, None)
-        if isinstance(first, Failed):
-            raise answered(first)
-        if not isinstance(first, Started):
-            raise SandboxLost(f"a Ray node answered {type(first).__name__} before it started the sample")
-        answer = self._next(ray, stream, first, time.monotonic() + options.timeout_s + ANSWER_MARGIN_S)
-        if isinstance(answer, Failed):
-            raise answered(answer)
-        if not isinstance(answer, ExecResult):
-            raise SandboxLost(f"Ray node {first.node} answered {type(answer).__name__} instead of the sample's result")
-        return answer
+        return self._judge.options(num_cpus=0, resources={self.resource: 1}, max_retries=0,
+                                   scheduling_strategy="SPREAD").remote(spec, list(argv), options)
 
     def _next(self, ray: Any, stream: Any, started: Started | None, deadline: float | None) -> Any:
         """The stream's next item once it comes (see :meth:`answer`)."""
-        self._ready(ray, stream, started, deadline)
+        missing_since: float | None = None
+        while not ray.wait([stream], timeout=POLL_S)[0]:
+            missing_since = self._still_waiting(ray, stream, started, deadline, missing_since)
         try:
             return ray.get(next(stream))
         except StopIteration:
-            where = f"Ray node {started.node}" if started is not None else "a Ray node"
-            error = NodeLost if started is not None else NotReached
-            raise error(f"{where} ended the judging task without an answer") from None
+            raise ended(started) from None
         except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
             raise translated(exc, started) from None
+
+    async def _anext(self, ray: Any, stream: Any, started: Started | None, deadline: float | None) -> Any:
+        """:meth:`_next` awaited on Ray's refs, checking the same things once per :data:`POLL_S`."""
+        waiting = asyncio.ensure_future(stream.__anext__())
+        missing_since: float | None = None
+        try:
+            while not (await asyncio.wait({waiting}, timeout=POLL_S))[0]:
+                missing_since = self._still_waiting(ray, stream, started, deadline, missing_since)
+            return await waiting.result()
+        except StopAsyncIteration:
+            raise ended(started) from None
+        except SandboxError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
+            raise translated(exc, started) from None
+        finally:
+            waiting.cancel()
 
     def answer(self, ray: Any, ref: Any, started: Started | None, timeout_s: float = 0.0) -> Any:
         """The value of ``ref`` once it comes: while the sample waits to start, as long as some node offers the
         resource; once started, for ``timeout_s`` and :data:`ANSWER_MARGIN_S`; either way until deepgym shuts
         down, which cancels the task. Raises the sample's SandboxError otherwise."""
-        self._ready(ray, ref, started, time.monotonic() + timeout_s + ANSWER_MARGIN_S)
+        deadline = time.monotonic() + timeout_s + ANSWER_MARGIN_S
+        missing_since: float | None = None
+        while not ray.wait([ref], timeout=POLL_S)[0]:
+            missing_since = self._still_waiting(ray, ref, started, deadline, missing_since)
         try:
             return ray.get(ref)
         except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
             raise translated(exc, started) from None
 
-    def _ready(self, ray: Any, waited: Any, started: Started | None, deadline: float | None) -> None:
-        missing_since: float | None = None
-        while not ray.wait([waited], timeout=POLL_S)[0]:
-            now = time.monotonic()
-            if shutdown_requested():  # the sample ends as cancelled (deepgym.judging); its task goes with it
+    def _still_waiting(self, ray: Any, waited: Any, started: Started | None, deadline: float | None,
+                       missing_since: float | None) -> float | None:
+        """One look at a task that has not answered yet: raises the sample's error (and cancels the task) when
+        the wait must end; else returns since when no node has offered the resource (None while one does)."""
+        now = time.monotonic()
+        if shutdown_requested():  # the sample ends as cancelled (deepgym.judging); its task goes with it
+            self._cancel(ray, waited)
+            raise SandboxLost("deepgym is shutting down")
+        if started is not None:
+            if deadline is not None and now > deadline:
                 self._cancel(ray, waited)
-                raise SandboxLost("deepgym is shutting down")
-            if started is not None:
-                if deadline is not None and now > deadline:
-                    self._cancel(ray, waited)
-                    raise NodeLost(f"Ray node {started.node} gave no answer by the sample's deadline and "
-                                      f"{ANSWER_MARGIN_S:g}s more")
-                continue
-            if self._units(ray) > 0:
-                missing_since = None
-                continue
-            missing_since = missing_since if missing_since is not None else now
-            if now - missing_since >= self.capacity_wait_s:
-                self._cancel(ray, waited)
-                raise ProviderUnavailable(
-                    f"no node of the Ray cluster offers the resource {self.resource!r} (waited "
-                    f"{self.capacity_wait_s:g}s); on each node that judges, run `ray start --address=HEAD:PORT "
-                    f"--resources '{{\"{self.resource}\": N}}'` with N its admission bound (docs/ray.md)")
+                raise NodeLost(f"Ray node {started.node} gave no answer by the sample's deadline and "
+                               f"{ANSWER_MARGIN_S:g}s more")
+            return None
+        if self._units(ray) > 0:
+            return None
+        missing_since = missing_since if missing_since is not None else now
+        if now - missing_since >= self.capacity_wait_s:
+            self._cancel(ray, waited)
+            raise ProviderUnavailable(
+                f"no node of the Ray cluster offers the resource {self.resource!r} (waited "
+                f"{self.capacity_wait_s:g}s); on each node that judges, run `ray start --address=HEAD:PORT "
+                f"--resources '{{\"{self.resource}\": N}}'` with N its admission bound (docs/ray.md)")
+        return missing_since
+
+    def _connected(self) -> bool:
+        import ray
+
+        return ray.is_initialized()
 
     @staticmethod
     def _cancel(ray: Any, waited: Any) -> None:
@@ -241,3 +284,28 @@ class RayProvider(Provider):
         with self._lock:
             self._capacity = (time.monotonic(), units)
         return units
+
+
+def started_by(first: Any) -> Started:
+    """The node's first answer, which must say that the sample started; else the error it stands for."""
+    if isinstance(first, Failed):
+        raise answered(first)
+    if not isinstance(first, Started):
+        raise SandboxLost(f"a Ray node answered {type(first).__name__} before it started the sample")
+    return first
+
+
+def result_of(first: Started, answer: Any) -> ExecResult:
+    """The node's second answer, which must be the sample's result; else the error it stands for."""
+    if isinstance(answer, Failed):
+        raise answered(answer)
+    if not isinstance(answer, ExecResult):
+        raise SandboxLost(f"Ray node {first.node} answered {type(answer).__name__} instead of the sample's result")
+    return answer
+
+
+def ended(started: Started | None) -> SandboxError:
+    """The error of a judging task that ended without its next answer."""
+    if started is None:
+        return NotReached("a Ray node ended the judging task without an answer")
+    return NodeLost(f"Ray node {started.node} ended the judging task without an answer")

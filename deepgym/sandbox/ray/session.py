@@ -21,6 +21,9 @@ from .node import Failed, Started
 
 FILE_TIMEOUT_S = 120.0
 """How long a file's copy to or from the node may take."""
+CALLS_AT_ONCE = 16
+"""How many calls the actor serves at once: a sandbox takes concurrent execs, and a close must not wait behind a
+running command (it cuts it short, as every provider's close does)."""
 CLOSE_TIMEOUT_S = 60.0
 """How long the actor may take to remove the sandbox before it is ended anyway (its reaper removes it then)."""
 
@@ -38,7 +41,8 @@ def open_episode(provider: Placer, ray: Any, spec: SandboxSpec) -> RaySandbox:
     """An actor holding a new sandbox of ``spec``, placed by Ray on a node that gives it one unit of the resource.
     Raises the SandboxError the node or Ray gave; no actor is left behind then."""
     actor = ray.remote(EpisodeHost).options(num_cpus=0, resources={provider.resource: 1}, max_restarts=0,
-                                            max_task_retries=0, scheduling_strategy="SPREAD").remote()
+                                            max_task_retries=0, max_concurrency=CALLS_AT_ONCE,
+                                            scheduling_strategy="SPREAD").remote()
     try:
         first = provider.answer(ray, actor.open.remote(spec), None)
         if isinstance(first, Failed):

@@ -1,6 +1,7 @@
-"""A real Ray cluster of two nodes on this machine, for the tests marked ``ray``: node ``a`` (the head) judges on
-this machine's Docker engine, node ``b`` on the second engine (scripts/second-engine.sh), each offering two units
-of ``deepgym_sandbox`` and two of a resource of its own (``deepgym_a``, ``deepgym_b``) so that a test can send
+"""A real Ray cluster of two nodes on this machine, for the tests marked ``ray`` (a plugin of tests/conftest.py,
+so that tests/ray and tests/conformance share one cluster per session): node ``a`` (the head) judges on
+this machine's Docker engine, node ``b`` on the second engine (scripts/second-engine.sh), each offering three units
+of ``deepgym_sandbox`` and three of a resource of its own (``deepgym_a``, ``deepgym_b``) so that a test can send
 samples to one node. Every Ray port is chosen free, never Ray's defaults, and every process of the cluster is
 found by the cluster's own temp folder and ended by its pid, so nothing else on the machine is touched.
 """
@@ -26,7 +27,8 @@ import pytest
 
 from support import ROOT
 
-UNITS = 2
+UNITS = 3
+"""Units per node: the conformance suite holds three sandboxes of one node at once (its leak sweep)."""
 PORT_OPTIONS = ("--object-manager-port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
                 "--metrics-export-port", "--runtime-env-agent-port")
 
