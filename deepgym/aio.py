@@ -25,7 +25,9 @@ at least, or ``max_parallel``, or the admission bound), with how the wait ended 
 its command runs.
 
 A remote provider's account (no admission key) bounds its own sandboxes: its samples go straight to the
-executor (``max_parallel`` threads), where the adapter waits for the account's slot.
+executor (``max_parallel`` threads), where the adapter waits for the account's slot. A provider that
+:attr:`~deepgym.sandbox.base.Provider.awaits` (Ray, whose nodes take their own slots) is awaited on the event loop
+itself: a sample is a coroutine from start to end, waiting on the provider's own refs, and holds no thread.
 
 On deepgym's shutdown (:mod:`deepgym.shutdown`) every sample, waiting or running, ends as no verdict,
 ``cancelled``.
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -44,6 +46,7 @@ from .environments import Environment
 from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .rows import RowTask
 from .sample import Sample, batch_tasks
+from .sandbox import Provider
 from .session.episode import Episode, Observation, StepResult, Wait
 from .shutdown import requested
 
@@ -59,6 +62,8 @@ class AsyncFaces:
     max_parallel: int
     _prepare: Callable[..., Sample | Verdict]
     _decide: Callable[[Sample | Verdict, Any], Outcome]
+    _adecide: Callable[[Sample], Awaitable[Outcome]]
+    provider: Provider
     session: Callable[..., Episode]
 
     def __init__(self) -> None:
@@ -71,6 +76,8 @@ class AsyncFaces:
         prepared = self._prepare(env, response, **options)
         if not isinstance(prepared, Sample):  # nothing will run: no slot, no thread
             return prepared
+        if self.provider.awaits and self.admission is None:  # awaited on the provider's own refs: no thread at all
+            return await self._adecide(prepared)
         if self.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
             return await asyncio.wrap_future(self._executor().submit(self._decide, prepared, None))
         try:

@@ -302,7 +302,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_images_register)
 
     p = sub.add_parser("cleanup", help="remove every sandbox deepgym created, on this engine or provider account")
-    p.add_argument("--provider", default="docker", choices=["docker", "daytona", "e2b", "modal", "apple"],
+    p.add_argument("--provider", default="docker", choices=["docker", "daytona", "e2b", "modal", "apple", "ray"],
                    help="sweep this provider by deepgym's labels (default: docker)")
     p.set_defaults(func=cmd_cleanup)
 

@@ -22,7 +22,7 @@ from .admission import Admission, HeldSlot
 from .aio import AsyncFaces
 from .environments import Environment, load_environment
 from .extract import check_reasoning
-from .judging import Images, observe
+from .judging import Images, aobserve, observe
 from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .pushed import pinned_refs
 from .rows import RowTask
@@ -46,8 +46,10 @@ class DeepGym(AsyncFaces):
     Args:
         mode: ``docker`` (a fresh locked-down container per sample), ``daytona`` (a fresh Daytona sandbox of
             the same image, docs/providers.md), ``auto`` (docker when an engine answers, else the one remote
-            provider whose credentials are set; never unisolated), or ``local`` (no isolation, for developing
-            environments; needs ``allow_local=True`` or ``DEEPGYM_ALLOW_LOCAL=1``).
+            provider whose credentials are set; never unisolated), ``ray`` (each sample placed by your Ray cluster
+            on a node that offers ``deepgym_sandbox`` and judged there; this host needs no engine and no image,
+            docs/ray.md), or ``local`` (no isolation, for developing environments; needs ``allow_local=True`` or
+            ``DEEPGYM_ALLOW_LOCAL=1``).
         max_parallel: samples judged at once by ``run_batch`` (default: the CPU count, at least 2; beyond it
             latency grows without more throughput, see benchmarks/throughput.py).
         max_sandboxes: how many sandboxes may run at once on this host, counted across every deepgym process
@@ -174,10 +176,26 @@ class DeepGym(AsyncFaces):
             facts = observe(self.provider, prepared.env, prepared.request, self.images, admission=admission,
                           isolation=prepared.isolation)
         except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
-            log.error("provider %s failed on %s:\n%s", self.backend, prepared.env.id, traceback.format_exc())
-            facts = RunFacts(runtime=self.backend, infra_error="verifier_error",
-                             infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
-                             elapsed_s=time.monotonic() - started)
+            facts = self._bug(prepared, exc, started)
+        return self._classified(prepared, facts)
+
+    async def _adecide(self, prepared: Sample) -> Outcome:
+        """:meth:`_decide` awaited on a provider that :attr:`~deepgym.sandbox.base.Provider.awaits` (no
+        admission of this host's): no thread waits for the sample."""
+        started = time.monotonic()
+        try:
+            facts = await aobserve(self.provider, prepared.env, prepared.request, self.images)
+        except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
+            facts = self._bug(prepared, exc, started)
+        return self._classified(prepared, facts)
+
+    def _bug(self, prepared: Sample, exc: Exception, started: float) -> RunFacts:
+        log.error("provider %s failed on %s:\n%s", self.backend, prepared.env.id, traceback.format_exc())
+        return RunFacts(runtime=self.backend, infra_error="verifier_error",
+                        infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
+                        elapsed_s=time.monotonic() - started)
+
+    def _classified(self, prepared: Sample, facts: RunFacts) -> Outcome:
         outcome = classify(prepared.request, facts, prepared.env.id)
         self.monitor.record(not outcome.has_verdict, outcome.error_type)
         return outcome

@@ -21,6 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 from .shutdown import reason as shutdown_reason
 from .shutdown import requested as shutdown_requested
@@ -30,7 +31,7 @@ from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
 from .images import HASH_LABEL, content_hash, hash_status, image_name
 from .registration import registered_name
 from .runner.protocol import Request
-from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError
+from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
 from .sandbox.base import IMAGE_RUNNER
 from .verdict import RunFacts
 
@@ -82,7 +83,14 @@ class Images:
         return self.pinned.get(env.id, image_name(env.id))
 
     def resolve(self, provider: Provider, env: Environment) -> tuple[str, str]:
-        """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable."""
+        """(image id, status) of ``env``'s image. Raises ImageMissing, ImageStale or ProviderUnavailable.
+
+        For a provider whose images are where its sandboxes run (:attr:`Provider.images_elsewhere
+        <deepgym.sandbox.base.Provider.images_elsewhere>`) nothing is asked here: the id is the reference, and
+        the machine that makes the sandbox checks it against :meth:`required_labels`, so only a current image
+        ever judges there."""
+        if provider.images_elsewhere:
+            return self.ref(env), "current"
         if provider.registers_images:
             return self._registered(provider, env)
         ref = self.ref(env)
@@ -109,6 +117,13 @@ class Images:
         with self._lock:
             self._resolved[ref] = (image.id, status)
         return image.id, status
+
+    def required_labels(self, provider: Provider, env: Environment) -> dict[str, str]:
+        """The labels ``env``'s image must carry where ``provider`` makes the sandbox: this host's content hash
+        of ``env``'s files for a provider whose images are elsewhere (a stale image is refused there whatever
+        ``allow_stale_image`` says, since no one here could see it), nothing for one whose image id was
+        checked here."""
+        return {HASH_LABEL: content_hash(env.id)} if provider.images_elsewhere else {}
 
     def _registered(self, provider: Provider, env: Environment) -> tuple[str, str]:
         """(image id, status) of ``env``'s image as registered with ``provider`` under its content-hash name
@@ -177,26 +192,62 @@ def _cancelled(provider: Provider) -> RunFacts:
 
 def _observe(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> RunFacts:
     started = time.monotonic()
-    image_id: str | None = None
-    image_status: str | None = None
+    placed = _Placed(provider, env, images)
     try:
-        if provider.host_image is not None:
-            spec = sandbox_spec(env, provider.host_image)
-        else:
-            image_id, image_status = images.resolve(provider, env)
-            spec = sandbox_spec(env, image_id)
+        spec = placed.spec()
         timeout_s = request.limits.host_deadline_s + START_GRACE_S
         warm = provider.warm_pool() if isolation == "process" else None
         if warm is not None:
             result = warm.run(spec, WARM_RUNNER, request, timeout_s)
         else:
-            result = provider.run(spec, provider.runner_argv(str(env.tests_dir)),
-                                  ExecOptions(stdin=request.to_json().encode() + b"\n", timeout_s=timeout_s))
+            result = provider.run(spec, provider.runner_argv(str(env.tests_dir)), runner_options(request))
     except SandboxError as exc:
+        return placed.failed(exc, started)
+    return placed.facts(result, started)
+
+
+async def aobserve(provider: Provider, env: Environment, request: Request, images: Images) -> RunFacts:
+    """:func:`observe` awaited, for a provider that :attr:`~deepgym.sandbox.base.Provider.awaits` and has no
+    admission of this host's (Ray's nodes take their own): no thread waits for the sample."""
+    if shutdown_requested():
+        return _cancelled(provider)
+    started = time.monotonic()
+    placed = _Placed(provider, env, images)
+    try:
+        result = await provider.arun(placed.spec(), provider.runner_argv(str(env.tests_dir)), runner_options(request))
+    except SandboxError as exc:
+        return placed.failed(exc, started)
+    return _cancelled(provider) if shutdown_requested() else placed.facts(result, started)
+
+
+def runner_options(request: Request) -> ExecOptions:
+    """The runner's exec: the request on its stdin, the host's deadline (the runner's own plus START_GRACE_S)."""
+    return ExecOptions(stdin=request.to_json().encode() + b"\n",
+                       timeout_s=request.limits.host_deadline_s + START_GRACE_S)
+
+
+class _Placed:
+    """One sample's sandbox on ``provider``: its spec (and the image it resolved), and its facts either way."""
+
+    def __init__(self, provider: Provider, env: Environment, images: Images):
+        self.provider, self.env, self.images = provider, env, images
+        self.image_id: str | None = None
+        self.image_status: str | None = None
+
+    def spec(self) -> SandboxSpec:
+        provider, env = self.provider, self.env
+        if provider.host_image is not None:
+            return sandbox_spec(env, provider.host_image)
+        self.image_id, self.image_status = self.images.resolve(provider, env)
+        return replace(sandbox_spec(env, self.image_id), image_labels=self.images.required_labels(provider, env))
+
+    def failed(self, exc: SandboxError, started: float) -> RunFacts:
         if isinstance(exc, ImageMissing):
-            images.forget(provider, env)
-        return RunFacts(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
-                           elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
-    return RunFacts(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
-                       stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
-                       image_id=image_id, image_status=image_status)
+            self.images.forget(self.provider, self.env)
+        return RunFacts(runtime=self.provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
+                        elapsed_s=time.monotonic() - started, image_id=self.image_id, image_status=self.image_status)
+
+    def facts(self, result: ExecResult, started: float) -> RunFacts:
+        return RunFacts(runtime=self.provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
+                        stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
+                        image_id=result.image_id or self.image_id, image_status=self.image_status, node=result.node)

@@ -47,6 +47,9 @@ class Verdict:
     image_status: str | None = None
     """``current``, ``unverified`` (built without deepgym's hash label, e.g. by hand) or ``stale`` (built from
     other environment files, judged only because stale images were allowed); None when no image judged."""
+    node: str | None = None
+    """The machine that judged it when the provider chose one of several (``mode="ray"``: the Ray node id), so
+    that a verdict can be traced to the node and its image (``image_id`` is that node's); None otherwise."""
 
     has_verdict = True
 

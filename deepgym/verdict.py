@@ -82,7 +82,8 @@ class RunFacts:
 
     ``exit_code`` is the runner's own exit status, or None when the runtime does not know one: the runner or
     its sandbox was killed (by a signal, the OOM killer, the host's deadline), removed or lost. The judging
-    path translates its provider's conventions (128 + signal) into None (:func:`deepgym.judging.observe`)."""
+    path translates its provider's conventions (128 + signal) into None (:func:`deepgym.judging.observe`).
+    ``node`` is the machine the provider placed the sample on, when it chose one (Ray)."""
 
     runtime: str
     infra_error: str | None = None
@@ -94,6 +95,7 @@ class RunFacts:
     elapsed_s: float = 0.0
     image_id: str | None = None
     image_status: str | None = None
+    node: str | None = None
 
 
 def classify(request: Request, observation: RunFacts, environment: str) -> Verdict | NoVerdictError:
@@ -107,7 +109,7 @@ def classify(request: Request, observation: RunFacts, environment: str) -> Verdi
     def zero_of(error_type: str, details: str) -> Verdict:
         return zero(error_type, details, environment=environment, runtime=obs.runtime, variant=request.variant,
                     timings={"total_s": round(obs.elapsed_s, 4)}, image_id=obs.image_id,
-                    image_status=obs.image_status)
+                    image_status=obs.image_status, node=obs.node)
 
     if obs.infra_error is not None:  # row 1
         if obs.infra_error not in ERROR_TYPES or is_scored(obs.infra_error):
@@ -234,7 +236,8 @@ def _from_report(report: Any, request: Request, obs: RunFacts, environment: str,
     timings["total_s"] = round(obs.elapsed_s, 4)
     return Verdict(score=score, passed=passed, error_type=error_type, details=str(report.get("details", "")),  # row 7
                    environment=environment, runtime=obs.runtime, variant=request.variant, cases=cases,
-                   cases_total=cases_total, timings=timings, image_id=obs.image_id, image_status=obs.image_status)
+                   cases_total=cases_total, timings=timings, image_id=obs.image_id, image_status=obs.image_status,
+                   node=obs.node)
 
 
 def _inconsistency(score: float, passed: Any, error_type: Any) -> str | None:
@@ -252,14 +255,14 @@ def _inconsistency(score: float, passed: Any, error_type: Any) -> str | None:
 
 def zero(error_type: str, details: str, *, environment: str, runtime: str, variant: int = 0,
          timings: dict[str, float] | None = None, image_id: str | None = None,
-         image_status: str | None = None) -> Verdict:
+         image_status: str | None = None, node: str | None = None) -> Verdict:
     """A scored 0 that a rule decided without a report: a response with nothing to run, an agent that never
     acted, a sandbox the agent broke. ``error_type`` must be a scored type, as every report's is."""
     if error_type not in ERROR_TYPES or not is_scored(error_type):
         raise ValueError(f"{error_type!r} is not a scored error type")
     return Verdict(score=0.0, passed=False, error_type=error_type, details=details, environment=environment,
                    runtime=runtime, variant=variant, timings=dict(timings or {}), image_id=image_id,
-                   image_status=image_status)
+                   image_status=image_status, node=node)
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,8 @@ class EpisodeFacts:
     timings: dict[str, float] = field(default_factory=dict)
     image_id: str | None = None
     image_status: str | None = None
+    node: str | None = None
+    """The machine the episode's sandbox lived on, when the provider chose one (Ray's node id)."""
 
 
 def classify_episode(facts: EpisodeFacts) -> Outcome:
@@ -318,4 +323,4 @@ def classify_episode(facts: EpisodeFacts) -> Outcome:
                              actual=c.get("actual")) for c in report.get("cases", []) if isinstance(c, dict))
     return Verdict(score=score, passed=report["passed"], error_type=error_type, details=str(report.get("details", "")),
                    cases=cases, cases_total=len(cases), timings=dict(facts.timings), image_id=facts.image_id,
-                   image_status=facts.image_status, **where)
+                   image_status=facts.image_status, node=facts.node, **where)

@@ -20,10 +20,11 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 LANES = {
-    "unit": "not docker and not verl and not trl and not desktop",
-    "docker": "docker and not verl and not trl and not desktop",
-    "integrations": "(verl or trl) and not desktop",
+    "unit": "not docker and not verl and not trl and not desktop and not ray",
+    "docker": "docker and not verl and not trl and not desktop and not ray",
+    "integrations": "(verl or trl) and not desktop and not ray",
     "desktop": "desktop",
+    "ray": "ray",
 }
 SLOWEST = 20
 

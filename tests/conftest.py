@@ -19,6 +19,9 @@ import pytest
 
 from support import IN_CI, ROOT, engine_answers, ensure_images, leaked_containers, unavailable
 
+pytest_plugins = ["ray_cluster"]  # the shared two-node Ray cluster of the tests marked ray
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not any(item.get_closest_marker("docker") for item in items) or engine_answers():
         return

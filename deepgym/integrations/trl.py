@@ -195,7 +195,8 @@ def make_trl_reward_fn(env: str | Environment | None = None, *, mode: str = "aut
     ``reward_model.ground_truth``); one that names an environment and still carries tests is refused
     (ConfigurationError), since it would be judged against other tests than its own.
 
-    ``mode`` is ``auto`` (docker), ``docker`` or ``local`` (``allow_local`` opts in); ``dg`` uses your own client.
+    ``mode`` is any deepgym mode: ``auto`` (docker), ``docker``, a remote provider, ``ray`` (your Ray cluster's
+    nodes judge, docs/ray.md) or ``local`` (``allow_local`` opts in); ``dg`` uses your own client.
     """
     scorer = _Scorer(env, mode, dg, variant, env_column, max_parallel, allow_local)
 

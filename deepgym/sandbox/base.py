@@ -99,6 +99,10 @@ class SandboxSpec:
     """The only capabilities the sandbox's processes may hold; the runner drops them before untrusted code."""
     mounts: tuple[Mount, ...] = ()
     """Writable folders beyond ``/tmp`` (an episode's own workspace, the script verifier's folders)."""
+    image_labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels ``image`` must carry where the sandbox is made, for a provider whose images are there and not
+    here (:attr:`Provider.images_elsewhere`): the content hash the caller's files give. Empty when ``image`` is
+    an id the caller resolved and checked itself."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,11 @@ class ExecResult:
     timed_out: bool
     elapsed_s: float
     stdout_truncated: bool = False
+    node: str | None = None
+    """The machine that ran it, for a provider that places each sandbox on one of several (Ray's node id)."""
+    image_id: str | None = None
+    """The image it ran in as that machine resolved it, for a provider whose images are there
+    (:attr:`Provider.images_elsewhere`); None when the spec already named the id."""
 
 
 @dataclass(frozen=True)
@@ -176,10 +185,21 @@ class SandboxLost(SandboxError):
     error_type = "sandbox_lost"
 
 
+class NodeLost(SandboxLost):
+    """The machine that held the sandbox was lost with it (a Ray node or its worker died, or stopped answering):
+    a failure of the infrastructure whatever the sandbox's code did, since nothing in a sandbox can reach its
+    machine. Never scored, not even in an episode's action phase."""
+
+
 class Sandbox(ABC):
     """One live sandbox. Thread-safe for concurrent :meth:`exec` calls; a context manager that closes it."""
 
     id: str
+    node: str | None = None
+    """The machine it lives on, for a provider that places each sandbox on one of several (Ray's node id)."""
+    image_id: str | None = None
+    """Its image as that machine resolved it, for a provider whose images are there
+    (:attr:`Provider.images_elsewhere`); None when the spec already named the id."""
 
     @abstractmethod
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
@@ -322,6 +342,14 @@ class Provider(ABC):
     host_image: ClassVar[str | None] = None
     """The image a spec names when this provider runs the host's own files instead of an environment's image
     (no image is resolved then); None for a provider that starts images."""
+    awaits: ClassVar[bool] = False
+    """Whether :meth:`arun` works here: a sample can be awaited on an event loop with no thread waiting for it
+    (the async API then skips its executor, :mod:`deepgym.aio`)."""
+    images_elsewhere: ClassVar[bool] = False
+    """Whether the images live where the sandboxes run and not where deepgym is called (Ray's nodes, each with
+    an engine of its own): the caller then names an image by reference and the labels it must carry
+    (:attr:`SandboxSpec.image_labels`), never by an id, and the provider resolves and checks it on the machine
+    that makes the sandbox, reporting that machine's id (:attr:`ExecResult.image_id`)."""
 
     @abstractmethod
     def image(self, ref: str) -> Image:
@@ -338,6 +366,11 @@ class Provider(ABC):
         both ways must pass the same conformance and hostile suites."""
         with self.create(spec) as box:
             return box.exec(argv, options)
+
+    async def arun(self, spec: SandboxSpec, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """:meth:`run` awaited without a thread of its own: a capability of the providers whose :attr:`awaits`
+        is true (Ray's object refs). Elsewhere a sample's blocking calls run in the client's executor."""
+        raise NotImplementedError(f"mode {self.name!r} cannot await a sandbox; call run() in a thread")
 
     def episode_runner(self) -> EpisodeRunner:
         """How this provider's sandboxes run a shell episode: the image's runner, unless the provider says

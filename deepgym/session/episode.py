@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, Union
 
 from ..admission import Admission, AdmissionCancelled, AdmissionTimeout, Slot
@@ -168,6 +168,8 @@ class Episode:
         self.steps = 0
         self.done = False
         self.image_id: str | None = None
+        self.node: str | None = None
+        """The machine the episode's sandbox lives on, when the provider chose one of several (Ray's node)."""
         self.image_status: str | None = None
         self.timings: dict[str, float] = {}
         """What the episode measured beyond its clock (a desktop's: whether it was prewarmed, its first
@@ -203,8 +205,9 @@ class Episode:
         """The container's spec (:func:`deepgym.environments.sandbox_spec`): the manifest's limits, plus
         ``memory_mb`` and ``pids`` for what deepgym runs in it beside the agent, and its ``mounts``, for the
         episode's lifetime."""
-        return sandbox_spec(self.env, image_id, lifetime_s=self._lifetime_s, memory_mb=memory_mb, pids=pids,
+        spec = sandbox_spec(self.env, image_id, lifetime_s=self._lifetime_s, memory_mb=memory_mb, pids=pids,
                             mounts=mounts)
+        return replace(spec, image_labels=self.context.images.required_labels(self.context.provider, self.env))
 
     def start(self, *, wait: Wait | None = None) -> Observation:
         """Make the episode's container ready; returns the first observation. Raises NoVerdictError when the
@@ -309,6 +312,8 @@ class Episode:
 
     def _keep(self, sandbox: Any) -> None:
         self._sandbox = sandbox
+        if getattr(sandbox, "node", None) is not None:  # placed by the provider: its node's image judged
+            self.node, self.image_id = sandbox.node, sandbox.image_id or self.image_id
 
     def _after(self, observation: Observation) -> StepResult:
         """The step's result once the budgets had their say: the step budget and the episode's wall clock."""
@@ -357,7 +362,8 @@ class Episode:
                    "admission_wait_s": round(self._clock.waited_s, 3), **self.timings}
         return classify_episode(EpisodeFacts(report=found.report, deadline_hit=found.deadline_hit,
                                              in_play=found.in_play, said=found.said, timings=timings,
-                                             image_id=self.image_id, image_status=self.image_status, **self.where()))
+                                             image_id=self.image_id, image_status=self.image_status, node=self.node,
+                                             **self.where()))
 
     def _failure(self, exc: SandboxError, phase: str) -> Outcome:
         """The outcome of a sandbox failure in ``phase`` after the start, by the failure table."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..outcome import Outcome
-from ..sandbox import ExecResult, ProviderUnavailable, SandboxError, StartFailure
+from ..sandbox import ExecResult, NodeLost, ProviderUnavailable, SandboxError, StartFailure
 from ..shutdown import reason, requested
 from ..verdict import NoVerdictError, zero
 
@@ -58,7 +58,8 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
     ===  =====================================================  =========  ===================================
     row  failure                                                phase      outcome
     ===  =====================================================  =========  ===================================
-    1    the engine, provider, network or credentials failed    any        no verdict, ``daemon_unavailable``
+    1    the engine, provider, network or credentials failed,   any        no verdict, ``daemon_unavailable``
+         or the machine holding the sandbox was lost                       (``sandbox_lost`` for a machine)
     2    the sandbox could not be created or started, or no     start;     no verdict, its own type
          admission slot came free in time (StartFailure)        any
     3    the sandbox's lifetime ran out and the agent's own     any        no verdict, ``sandbox_lost``
@@ -89,7 +90,7 @@ def failure_result(exc: BaseException, *, phase: str, environment: str, variant:
                                            f"in its {phase} phase", **where)
     if not isinstance(exc, SandboxError):
         return NoVerdictError("verifier_error", f"deepgym failed in the session's {phase} phase: {exc!r}", **where)
-    if isinstance(exc, ProviderUnavailable):
+    if isinstance(exc, (ProviderUnavailable, NodeLost)):
         return NoVerdictError(exc.error_type, exc.reason, **where)
     if phase == "start" or isinstance(exc, StartFailure):
         return NoVerdictError(exc.error_type, exc.reason, **where)

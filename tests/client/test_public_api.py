@@ -17,6 +17,6 @@ def test_public_names():
 
 
 def test_import_is_cheap():
-    code = "import sys, deepgym; print(' '.join(sorted(m for m in ('docker', 'yaml', 'verl', 'torch', 'requests') if m in sys.modules)))"
+    code = "import sys, deepgym; print(' '.join(sorted(m for m in ('docker', 'yaml', 'verl', 'torch', 'requests', 'ray') if m in sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == []

@@ -1,9 +1,10 @@
 """The provider under test. ``DEEPGYM_CONFORMANCE`` (comma-separated, default
-``docker,local,docker-remote,docker-ssh,daytona-standin,e2b-standin,modal-standin,apple-fake``) or ``--provider NAME`` (repeatable)
+``docker,local,docker-remote,docker-ssh,daytona-standin,e2b-standin,modal-standin,apple-fake,ray``) or ``--provider NAME`` (repeatable)
 chooses the providers; docker runs both ways: ``docker-attach`` (Provider.run's attached main process) and
 ``docker-exec`` (the generic create-and-exec path); ``docker-remote`` is the docker provider on a second engine
 reached over tcp:// (scripts/second-engine.sh), as a remote host would be, and ``docker-ssh`` the same engine
-reached over ssh:// through an sshd of the tests' own (scripts/start-sshd.sh).
+reached over ssh:// through an sshd of the tests' own (scripts/start-sshd.sh); ``ray`` is mode ray on the
+tests' two-node Ray cluster (tests/ray_cluster.py), every sandbox on the node whose engine is the second one.
 """
 
 from __future__ import annotations
@@ -43,13 +44,13 @@ E2B_CANNOT = {
 }
 
 
-DEFAULT = "docker,local,docker-remote,docker-ssh,daytona-standin,e2b-standin,modal-standin,apple-fake"
+DEFAULT = "docker,local,docker-remote,docker-ssh,daytona-standin,e2b-standin,modal-standin,apple-fake,ray"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--provider", action="append", default=[],
                      help="a provider for tests/conformance (docker, local, docker-remote, docker-ssh, daytona-standin, "
-                          "e2b-standin, modal-standin, apple-fake, daytona, e2b, modal, apple); repeatable")
+                          "e2b-standin, modal-standin, apple-fake, daytona, e2b, modal, apple, ray); repeatable")
 
 
 def _chosen(config: pytest.Config) -> list[str]:
@@ -63,9 +64,9 @@ def _chosen(config: pytest.Config) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "target" in metafunc.fixturenames:
-        params = [pytest.param(name, id=name, marks=[pytest.mark.docker] if name.startswith("docker")
-                               or name.endswith(("-standin", "-fake")) else [])
-                  for name in _chosen(metafunc.config)]
+        params = [pytest.param(name, id=name, marks=[pytest.mark.docker, pytest.mark.ray] if name == "ray" else
+                               [pytest.mark.docker] if name.startswith("docker") or name.endswith(("-standin", "-fake"))
+                               else []) for name in _chosen(metafunc.config)]
         metafunc.parametrize("target", params, indirect=True, scope="module")
 
 
@@ -127,6 +128,18 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         build(["coin_change"])  # not conftest's ensure_images: tests/verl's conftest may hold that module name
         provider: Provider = DockerProvider(attach=name == "docker-attach")
         target = Target(name, provider, provider.image(image_ref(provider, "base")).id, "python3", True)
+    elif name == "ray":
+        from deepgym.images import build, image_name
+        from deepgym.sandbox.ray import RayProvider
+
+        cluster = request.getfixturevalue("ray_cluster")
+        engine = request.getfixturevalue("second_engine")
+        build(["coin_change", "prog_max_subarray"])
+        engine.load(*(image_name(image) for image in ("base", "prog_max_subarray")))  # the cluster loaded coin_change
+        scope.enter_context(environment(RAY_ADDRESS=cluster.address, DOCKER_HOST="tcp://127.0.0.1:9"))
+        # Every sandbox on node b (its resource of its own), whose engine the checks reach from outside.
+        provider = RayProvider(resource="deepgym_b")
+        target = Target(name, provider, image_name("base"), "python3", True, cli=("docker", "--host", engine.host))
     elif name == "local":
         from deepgym.sandbox.local import LocalProvider
 

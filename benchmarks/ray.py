@@ -1,0 +1,202 @@
+"""mode="ray" against direct docker mode on the same host: what the hop through Ray costs.
+
+    python benchmarks/ray.py                     # 40 coin_change responses per row, 2 nodes, 20 session steps
+    python benchmarks/ray.py -n 80 --steps 50
+
+It starts a Ray cluster of two nodes on this machine (free ports, a temp folder, both judging on this machine's
+engine, each offering ``--units`` of ``deepgym_sandbox``), connects to it as a driver, and runs, after one
+warm-up batch per row:
+
+- ``docker``: ``DeepGym(mode="docker").run_batch`` with ``max_parallel`` samples in flight;
+- ``ray``: the same batch through ``DeepGym(mode="ray")``, the same ``max_parallel``;
+- ``ray async``: ``arun_batch`` through Ray, capped at the same ``max_parallel``;
+- the session step: shell episodes in each mode, ``--steps`` actions of ``true`` in all, interleaved; p50 and p90
+  of a step, and of Ray's hop alone (a call to the episode's actor that does nothing on the node).
+
+Every verdict must be right, so a fast but wrong run cannot pass for a good one. The two nodes share this
+machine's CPUs: the figures show the hop's overhead and the spread over nodes, not a speed-up (docs/ray.md has
+the arithmetic for a real cluster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from aio import responses  # noqa: E402
+from throughput import machine  # noqa: E402
+
+# This file is named ray.py: with its folder on the path, `import ray` (deepgym's, Ray's own) would find it.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
+
+from deepgym import DeepGym  # noqa: E402
+from deepgym.images import build  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHELL_ENV = "shell_fix_config"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_cluster(temp: Path, units: int) -> tuple[str, list[subprocess.Popen]]:
+    """Two ``ray start --block`` nodes on 127.0.0.1, each offering ``units`` of deepgym_sandbox."""
+    ray = str(Path(sys.executable).parent / "ray")
+    port = free_port()
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    environment.update(PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    common = ["--block", "--node-ip-address=127.0.0.1", f"--resources={json.dumps({'deepgym_sandbox': units})}",
+              "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp}"]
+    nodes = [subprocess.Popen([ray, "start", "--head", f"--port={port}", "--include-dashboard=false",
+                               f"--ray-client-server-port={free_port()}", f"--node-manager-port={free_port()}",
+                               *common], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)]
+    for _ in range(240):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.25)
+    nodes.append(subprocess.Popen([ray, "start", f"--address=127.0.0.1:{port}", f"--node-manager-port={free_port()}",
+                                   *common], env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True))
+    return f"127.0.0.1:{port}", nodes
+
+
+def batch_row(mode: str, texts: list[str], expected: list[float], parallel: int, *, aio: bool) -> dict:
+    with DeepGym(mode=mode, max_parallel=parallel) as gym:
+        gym.run_batch("coin_change", texts[:parallel], max_parallel=parallel)  # warm-up: workers, ready containers
+        started = time.monotonic()
+        if aio:
+            batch = asyncio.run(gym.arun_batch("coin_change", texts, max_parallel=parallel))
+        else:
+            batch = gym.run_batch("coin_change", texts, max_parallel=parallel)
+        elapsed = time.monotonic() - started
+    assert [entry.score for entry in batch] == expected, batch.summary()
+    return {"samples_per_s": len(texts) / elapsed, "nodes": Counter(entry.node for entry in batch)}
+
+
+def step_times(mode: str, steps: int, hops: list[float]) -> list[float]:
+    """``steps`` steps of one episode; for Ray also the round trip of as many calls to the episode's actor that do
+    nothing on the node (its sandbox's id), into ``hops``: the hop a step pays besides its command."""
+    with DeepGym(mode=mode) as gym, gym.session(SHELL_ENV) as session:
+        session.start()
+        took = []
+        for _ in range(steps):
+            started = time.monotonic()
+            session.step("true")
+            took.append(time.monotonic() - started)
+            if mode == "ray":
+                box = session._sandbox
+                started = time.monotonic()
+                box.call(box._actor.sandbox_id, timeout_s=0.0)
+                hops.append(time.monotonic() - started)
+    return took
+
+
+def batches(texts: list[str], expected: list[float], parallel: int, units: int) -> None:
+    rows = {"docker": batch_row("docker", texts, expected, parallel, aio=False),
+            "ray": batch_row("ray", texts, expected, parallel, aio=False),
+            "ray async": batch_row("ray", texts, expected, parallel, aio=True)}
+    direct = rows["docker"]["samples_per_s"]
+    print(f"\n{len(texts)} coin_change samples per row, {parallel} in flight, 2 nodes x {units} units\n")
+    print("| row | samples/s | vs docker | samples per node |\n|---|---|---|---|")
+    for name, row in rows.items():
+        spread = " / ".join(str(count) for _, count in sorted(row["nodes"].items(), key=str)) \
+            if name != "docker" else "-"
+        print(f"| {name} | {row['samples_per_s']:.2f} | {row['samples_per_s'] / direct:.2f}x | {spread} |", flush=True)
+
+
+def steps(count: int) -> None:
+    """The two modes' steps interleaved, episode by episode, so that a change of load hits both alike."""
+    docker_steps: list[float] = []
+    ray_steps: list[float] = []
+    hops: list[float] = []
+    for _ in range(2):
+        docker_steps += step_times("docker", count // 2, hops)
+        ray_steps += step_times("ray", count // 2, hops)
+    print(f"\nsession step (`true`), {len(docker_steps)} steps per mode\n")
+    print("| what | p50 ms | p90 ms |\n|---|---|---|")
+    for name, took in (("docker step", docker_steps), ("ray step", ray_steps), ("ray hop (no-op actor call)", hops)):
+        print(f"| {name} | {1000 * statistics.median(took):.1f} | {1000 * percentile(took, 0.9):.1f} |")
+    print(f"\nRay's per-step overhead, p50: "
+          f"{1000 * (statistics.median(ray_steps) - statistics.median(docker_steps)):.1f} ms")
+
+
+def percentile(values: list[float], share: float) -> float:
+    return sorted(values)[min(len(values) - 1, int(share * len(values)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-n", type=int, default=40, help="coin_change responses per row (%(default)s)")
+    parser.add_argument("--parallel", type=int, default=os.cpu_count() or 2, help="samples in flight (%(default)s)")
+    parser.add_argument("--units", type=int, default=os.cpu_count() or 2, help="deepgym_sandbox per node")
+    parser.add_argument("--steps", type=int, default=20, help="session steps per mode (%(default)s)")
+    parser.add_argument("--only", choices=["batch", "steps"], help="run only the batch rows or the session steps")
+    args = parser.parse_args()
+    build(["coin_change", SHELL_ENV])
+    print(machine(), flush=True)
+    texts, expected = responses(args.n)
+    folder = Path(tempfile.mkdtemp(prefix="dgraybench-"))
+    address, nodes = start_cluster(folder, args.units)
+    try:
+        os.environ["RAY_ADDRESS"] = address
+        import ray
+
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        for _ in range(240):
+            if len([node for node in ray.nodes() if node.get("Alive")]) >= 2:
+                break
+            time.sleep(0.5)
+        if args.only != "steps":
+            batches(texts, expected, args.parallel, args.units)
+        if args.only != "batch":
+            steps(args.steps)
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    finally:
+        with contextlib.suppress(Exception):  # the nodes go below whatever the driver's state
+            sys.modules["ray"].shutdown()
+        for node in nodes:
+            os.killpg(node.pid, signal.SIGTERM)
+        for node in nodes:
+            try:
+                node.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+        shutil.rmtree(folder, ignore_errors=True)
+        reap_left_ready_containers()
+
+
+def reap_left_ready_containers() -> None:
+    """Ray ends idle workers without their exit handlers, so their ready containers stay (stopped); a provider's
+    first contact with the engine removes those of dead processes (deepgym.sandbox.docker.owners)."""
+    from deepgym.sandbox.direct import make_direct
+
+    provider = make_direct("docker", max_parallel=1)
+    try:
+        provider.engine.api()
+    finally:
+        provider.close()
+
+
+if __name__ == "__main__":
+    main()
