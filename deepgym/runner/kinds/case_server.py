@@ -1,5 +1,6 @@
-"""The runner's side of a program's case server (:mod:`zygote`): run each stdin/stdout case in a child forked
-from one interpreter per sample instead of starting a fresh interpreter per case.
+"""The runner's side of a program's case server (:mod:`zygote`): run each stdin/stdout case (a program task's, a
+dataset's stdin row's) in a child forked from one interpreter per sample instead of starting a fresh
+interpreter per case.
 
 Every rule of a case run by a fresh process still holds, enforced here by the runner: the case's CPU and
 wall-clock limits (:meth:`Supervised.wait`, the child's own RLIMIT_CPU), the memory limits, the output cap,
@@ -24,12 +25,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..confine import fdpass
-from ..channels import Fault
+from ..channels import Fault, head, plain
 from ..confine.forked import hand_off
-from .program import case_result
 from ..protocol import Limits
 from ..confine.processes import ZYGOTE, Processes
-from ..confine.supervise import Ending, Supervised
+from ..confine.supervise import Ending, Supervised, failure
 from ..confine.usage import Budget
 
 
@@ -128,3 +128,21 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         view = view[os.write(fd, view):]
 
+
+def case_result(outcome: Ending, process: Supervised, limits: Limits, compare: Callable[[bytes], Fault | None],
+                result: dict[str, Any]) -> dict[str, Any]:
+    """A case's result from how its program ended and what it wrote: a failure unless it exited with status 0
+    and ``compare`` accepts its output."""
+    actual = bytes(process.kept["stdout"])
+    result = {**result, "actual": head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
+    if outcome.kind != "exited":
+        error_type, error = failure(outcome, "running the program", limits)
+    elif outcome.exit_code != 0:
+        stderr = process.text("stderr").strip().splitlines()
+        error_type, error = "solution_error", f"the program {outcome.detail}" + (f": {plain(stderr[-1])}" if stderr else "")
+    else:
+        wrong = compare(actual)
+        if wrong is None:
+            return {**result, "passed": True, "error_type": None, "error": None}
+        error_type, error = wrong.error_type, wrong.message
+    return {**result, "passed": False, "error_type": error_type, "error": error}
