@@ -18,29 +18,33 @@ emptied when its provider closes, on SIGTERM or SIGINT (:mod:`deepgym.shutdown`)
 interpreter exits; if deepgym is killed, its prewarmed runners read end-of-file on their stdin and exit, and
 the next start-up's reaper removes them (their owner label names this process).
 
-**Admission.** A waiting container holds no admission slot (:mod:`deepgym.admission`), and neither does its
-refill; the sample that takes one runs in it under the sample's own slot, like a container started for it.
-Admission bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a
-sample's limits unfair (a busy loop that escapes its timeout, ``host_overloaded``). A waiting runner competes
-for none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory
-(at most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
+**Admission.** A refill is a sandbox starting: with an :attr:`ReadyPool.admission` (the client's, for its
+provider's pools) it takes a slot (:mod:`deepgym.admission`) for as long as it makes its container (create,
+attach, start: the engine's and the container's CPU), and gives it back once the container waits. So a
+saturated host never has more sandboxes at work than the bound, the refills counted: a refill waits for its
+slot like any sample, and a pool closed meanwhile stops waiting. A *waiting* container holds no slot, and the
+sample that takes one runs in it under the sample's own slot, like a container started for it. Admission
+bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a sample's
+limits unfair (a busy loop that escapes its timeout, ``host_overloaded``); a waiting runner competes for
+none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory (at
+most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
 containers keep samples waiting (one pool of ``max_parallel`` per kind holds every slot of a host whose bound
 is its CPU count), and handing that slot to the sample that takes it would make one process's pool decide
-when other processes' samples run. Making a container is the engine's work (create, attach, start), not a
-sandbox's: at most :data:`REFILLERS` per pool do it at once, and a sample whose CPU it took is judged by
-the runner's fair-timeout rule like one slowed by any other load.
+when other processes' samples run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Generic, TypeVar
+from typing import ContextManager, Generic, TypeVar
 
+from ..admission import Admission, AdmissionCancelled
 from ..shutdown import register as on_shutdown
 from .base import SandboxError
 
@@ -80,7 +84,10 @@ class ReadyPool(Generic[K, T]):
     """``size`` ready things per key, each handed out once. ``launch(key)`` makes one (a SandboxError is
     logged and leaves the next taker to start its own and meet the failure itself); ``usable(thing)`` says
     whether a ready one may still be handed out (its checks of age included); ``discard(thing)`` removes one.
-    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago."""
+    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago.
+    ``admission``: the slots each launch takes while it runs (see the module's docstring); None, none."""
+
+    admission: Admission | None = None
 
     def __init__(self, size: int, launch: Callable[[K], T], usable: Callable[[T], bool],
                  discard: Callable[[T], None], *, max_kinds: int | None = None, workers: int = REFILLERS,
@@ -147,6 +154,12 @@ class ReadyPool(Generic[K, T]):
             evicted.extend(self._ready.pop(next(iter(self._ready))))
         return evicted
 
+    def _admitted(self) -> ContextManager[object]:
+        """A slot of :attr:`admission` for one launch (waited for until the pool closes), or nothing to hold."""
+        if self.admission is None:
+            return contextlib.nullcontext()
+        return self.admission.slot(cancelled=lambda: self._closed)
+
     def _top_up(self, key: K) -> None:
         with self._lock:
             if self._closed:
@@ -159,8 +172,11 @@ class ReadyPool(Generic[K, T]):
     def _make(self, key: K) -> None:
         thing = None
         try:
-            if not self._closed:
-                thing = self._launch(key)
+            with self._admitted():
+                if not self._closed:
+                    thing = self._launch(key)
+        except AdmissionCancelled:  # closed while the refill waited for its slot
+            pass
         except SandboxError as exc:  # the next taker starts its own, and meets the failure itself
             log.debug("starting a ready container failed: %s", exc)
         finally:
