@@ -413,7 +413,7 @@ def runs_of(row: str, env: str, n: int, parallel: int, args: argparse.Namespace)
         return [(row, run_prime_code, (env, n, parallel))] if row_env else []
     if row in DEEPGYM_ROWS:
         runs = [(row, run_deepgym, (row, env, n, parallel))]
-        if args.baseline:
+        if args.baseline and not row_env:  # a baseline checkout may not know the row
             checkout, _, tag = args.baseline.rpartition(":")
             runs.append((f"{row} (baseline)", run_baseline, (checkout, tag, row, env, n, parallel)))
         return runs

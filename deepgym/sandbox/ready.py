@@ -21,8 +21,10 @@ the next start-up's reaper removes them (their owner label names this process).
 **Admission.** A refill is a sandbox starting: with an :attr:`ReadyPool.admission` (the client's, for its
 provider's pools) it takes a slot (:mod:`deepgym.admission`) for as long as it makes its container (create,
 attach, start: the engine's and the container's CPU), and gives it back once the container waits. So a
-saturated host never has more sandboxes at work than the bound, the refills counted: a refill waits for its
-slot like any sample, and a pool closed meanwhile stops waiting. A *waiting* container holds no slot, and the
+saturated host never has more sandboxes at work than the bound, the refills counted. A refill takes a slot
+only when one is free at once: on a saturated host it is skipped (the next take asks again), since a
+refill that waited would only start a container for a sample that, by then, would have started its own, and
+it would keep the pool's workers from removing used containers. A *waiting* container holds no slot, and the
 sample that takes one runs in it under the sample's own slot, like a container started for it. Admission
 bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a sample's
 limits unfair (a busy loop that escapes its timeout, ``host_overloaded``); a waiting runner competes for
@@ -44,7 +46,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ContextManager, Generic, TypeVar
 
-from ..admission import Admission, AdmissionCancelled
+from ..admission import Admission, AdmissionTimeout
 from ..shutdown import register as on_shutdown
 from .base import SandboxError
 
@@ -155,10 +157,11 @@ class ReadyPool(Generic[K, T]):
         return evicted
 
     def _admitted(self) -> ContextManager[object]:
-        """A slot of :attr:`admission` for one launch (waited for until the pool closes), or nothing to hold."""
+        """A slot of :attr:`admission` for one launch if one is free now (AdmissionTimeout if not), or nothing
+        to hold."""
         if self.admission is None:
             return contextlib.nullcontext()
-        return self.admission.slot(cancelled=lambda: self._closed)
+        return self.admission.slot(timeout_s=0)
 
     def _top_up(self, key: K) -> None:
         with self._lock:
@@ -175,7 +178,7 @@ class ReadyPool(Generic[K, T]):
             with self._admitted():
                 if not self._closed:
                     thing = self._launch(key)
-        except AdmissionCancelled:  # closed while the refill waited for its slot
+        except AdmissionTimeout:  # no slot free: the host is saturated, and the next take asks again
             pass
         except SandboxError as exc:  # the next taker starts its own, and meets the failure itself
             log.debug("starting a ready container failed: %s", exc)

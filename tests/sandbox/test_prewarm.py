@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import threading
 import time
 
 import pytest
 
+from deepgym.admission import AdmissionTimeout
 from deepgym.errors import ConfigurationError
 from deepgym.sandbox import ExecOptions, SandboxSpec
 from deepgym.sandbox.ready import PREWARM_VARIABLE, prewarm_size
@@ -136,17 +136,10 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
     assert containers(provider.run_id) == []
 
 
-def wait_for(condition, what: str, timeout_s: float = 60.0) -> None:
-    until = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < until, what
-        time.sleep(0.05)
-
-
 @pytest.mark.docker
 def test_a_refill_takes_an_admission_slot_while_it_starts_its_container(spec, tmp_path, monkeypatch):
-    """On a host whose only slot a sample holds, a refill starts no container until the slot is free; the
-    container it made then waits holding no slot; and a pool closed while its refill waits starts nothing."""
+    """On a host whose only slot a sample holds, a refill starts no container (the next take asks again); with
+    the slot free, it starts one holding the slot, and the container it made then waits holding none."""
     from deepgym import DeepGym
     from deepgym.admission import DIR_VARIABLE
     from deepgym.sandbox.docker import Launch
@@ -156,38 +149,30 @@ def test_a_refill_takes_an_admission_slot_while_it_starts_its_container(spec, tm
     gym = DeepGym(mode="docker", max_parallel=1, max_sandboxes=1)
     provider, admission, pool = gym.provider, gym.admission, gym.provider.prewarm
     assert pool.admission is admission, "the client's provider refills outside its admission"
-    asked = threading.Event()
-    launched: list[bool] = []  # per launch: whether the sample's slot was still held when it started
-    slot, launch = admission.slot, pool._launch
-
-    def spy_slot(**options):
-        asked.set()
-        return slot(**options)
+    launched: list[bool] = []  # per launch: whether the launch held the host's only slot
+    launch = pool._launch
 
     def spy_launch(key):
-        launched.append(held._fd is not None)
+        try:
+            admission.acquire(timeout_s=0).release()
+            launched.append(False)
+        except AdmissionTimeout:
+            launched.append(True)
         return launch(key)
 
-    admission.slot, pool._launch = spy_slot, spy_launch
+    pool._launch = spy_launch
     key = Launch(spec, tuple(ECHO), ExecOptions(timeout_s=30))
-    held = admission.acquire()  # a sample holds the host's only slot
     try:
-        assert pool.take(key) is None  # nothing ready: the take asks for a refill, which must wait
-        wait_for(lambda: asked.is_set() or launched, "the refill neither waited for a slot nor launched")
-        held.release()
+        with admission.slot():  # a sample holds the host's only slot
+            assert pool.take(key) is None  # nothing ready: the take asks for a refill
+            wait_made(provider)
+            assert launched == [], "a refill started a container while the host's only slot was a sample's"
+        assert pool.take(key) is None  # the slot is free: this refill starts a container
         wait_ready(provider, 1)
-        assert launched == [False], "a refill started a container while the host's only slot was a sample's"
+        assert launched == [True], "the refill started its container without holding a slot"
         admission.acquire(timeout_s=30).release()  # the waiting container holds no slot
-        held, asked = admission.acquire(), threading.Event()
-        box = pool.take(key)  # the ready one; its refill waits for the slot the sample holds
-        assert box is not None
-        pool.discard(box)
-        wait_for(asked.is_set, "the second refill did not ask for a slot")
-        gym.close()  # closing the pool ends the refill's wait
     finally:
-        held.release()
         gym.close()
-    assert len(launched) == 1, "a refill waiting for its slot started a container after its pool closed"
     assert containers(provider.run_id) == [], "closing left containers behind"
 
 
