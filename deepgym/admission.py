@@ -17,9 +17,8 @@ processes take turns at the head of a queue (another lock file): the head polls 
 taken within milliseconds while waiting costs next to no CPU. Every wait can be cancelled or given a timeout.
 A coroutine waits with :meth:`Admission.aacquire`, which blocks neither its event loop nor a thread.
 
-**What holds a slot.** A single-turn sample, from its sandbox's start to its verdict. A prewarm refill while it
-starts a container ahead of need, and only if a slot is free at once (:mod:`deepgym.sandbox.ready`). A
-multi-turn episode (:mod:`deepgym.session`, desktops too) only while it works on the host: its start (the container and the first
+**What holds a slot.** A single-turn sample, from its sandbox's start to its verdict. A multi-turn episode
+(:mod:`deepgym.session`, desktops too) only while it works on the host: its start (the container and the first
 observation), each action, and the final verification; never while its container idles between turns (the
 model is thinking), because slots bound running work, not living containers, and an idle container uses no
 CPU. Its waits are charged to none of its budgets either. A slot taken on an event loop travels with its

@@ -83,8 +83,6 @@ class DeepGym(AsyncFaces):
         self.provider = make_provider(mode, **options)
         key = self.provider.admission_key
         self.admission = Admission(key, max_sandboxes) if key is not None else None
-        if self.admission is not None:
-            self.provider.admit_refills(self.admission)  # a refill is a sandbox starting: it takes a slot
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
         self._desktops: ReadyPool[DesktopKind, Desktop] | None = None
@@ -187,5 +185,4 @@ class DeepGym(AsyncFaces):
                 size = prewarm_size()
                 if size:
                     self._desktops = ready_desktops(self.provider, size)
-                    self._desktops.admission = self.admission
             return self._desktops

@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ..errors import DeepGymError
 
 if TYPE_CHECKING:
-    from ..admission import Admission
     import socket
 
     from ..runner.protocol import Request
@@ -301,11 +300,6 @@ class Provider(ABC):
         both ways must pass the same conformance and hostile suites."""
         with self.create(spec) as box:
             return box.exec(argv, options)
-
-    def admit_refills(self, admission: Admission) -> None:
-        """Make every launch of this provider's ready containers (started ahead of need) take a slot of
-        ``admission``, the client's for :attr:`admission_key`, while it runs (:mod:`deepgym.sandbox.ready`). A
-        provider that starts nothing ahead of need has nothing to do."""
 
     def episode_runner(self) -> EpisodeRunner:
         """How this provider's sandboxes run a shell episode: the image's runner, unless the provider says

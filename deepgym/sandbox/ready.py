@@ -18,35 +18,29 @@ emptied when its provider closes, on SIGTERM or SIGINT (:mod:`deepgym.shutdown`)
 interpreter exits; if deepgym is killed, its prewarmed runners read end-of-file on their stdin and exit, and
 the next start-up's reaper removes them (their owner label names this process).
 
-**Admission.** A refill is a sandbox starting: with an :attr:`ReadyPool.admission` (the client's, for its
-provider's pools) it takes a slot (:mod:`deepgym.admission`) for as long as it makes its container (create,
-attach, start: the engine's and the container's CPU), and gives it back once the container waits. So a
-saturated host never has more sandboxes at work than the bound, the refills counted. A refill takes a slot
-only when one is free at once: on a saturated host it is skipped (the next take asks again), since a
-refill that waited would only start a container for a sample that, by then, would have started its own, and
-it would keep the pool's workers from removing used containers. A *waiting* container holds no slot, and the
-sample that takes one runs in it under the sample's own slot, like a container started for it. Admission
-bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a sample's
-limits unfair (a busy loop that escapes its timeout, ``host_overloaded``); a waiting runner competes for
-none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory (at
-most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
+**Admission.** A waiting container holds no admission slot (:mod:`deepgym.admission`), and neither does its
+refill; the sample that takes one runs in it under the sample's own slot, like a container started for it.
+Admission bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a
+sample's limits unfair (a busy loop that escapes its timeout, ``host_overloaded``). A waiting runner competes
+for none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory
+(at most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
 containers keep samples waiting (one pool of ``max_parallel`` per kind holds every slot of a host whose bound
 is its CPU count), and handing that slot to the sample that takes it would make one process's pool decide
-when other processes' samples run.
+when other processes' samples run. Making a container is the engine's work (create, attach, start), not a
+sandbox's: at most :data:`REFILLERS` per pool do it at once, and a sample whose CPU it took is judged by
+the runner's fair-timeout rule like one slowed by any other load.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
-from typing import ContextManager, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from ..admission import Admission, AdmissionTimeout
 from ..shutdown import register as on_shutdown
 from .base import SandboxError
 
@@ -86,10 +80,7 @@ class ReadyPool(Generic[K, T]):
     """``size`` ready things per key, each handed out once. ``launch(key)`` makes one (a SandboxError is
     logged and leaves the next taker to start its own and meet the failure itself); ``usable(thing)`` says
     whether a ready one may still be handed out (its checks of age included); ``discard(thing)`` removes one.
-    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago.
-    ``admission``: the slots each launch takes while it runs (see the module's docstring); None, none."""
-
-    admission: Admission | None = None
+    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago."""
 
     def __init__(self, size: int, launch: Callable[[K], T], usable: Callable[[T], bool],
                  discard: Callable[[T], None], *, max_kinds: int | None = None, workers: int = REFILLERS,
@@ -156,13 +147,6 @@ class ReadyPool(Generic[K, T]):
             evicted.extend(self._ready.pop(next(iter(self._ready))))
         return evicted
 
-    def _admitted(self) -> ContextManager[object]:
-        """A slot of :attr:`admission` for one launch if one is free now (AdmissionTimeout if not), or nothing
-        to hold."""
-        if self.admission is None:
-            return contextlib.nullcontext()
-        return self.admission.slot(timeout_s=0)
-
     def _top_up(self, key: K) -> None:
         with self._lock:
             if self._closed:
@@ -175,11 +159,8 @@ class ReadyPool(Generic[K, T]):
     def _make(self, key: K) -> None:
         thing = None
         try:
-            with self._admitted():
-                if not self._closed:
-                    thing = self._launch(key)
-        except AdmissionTimeout:  # no slot free: the host is saturated, and the next take asks again
-            pass
+            if not self._closed:
+                thing = self._launch(key)
         except SandboxError as exc:  # the next taker starts its own, and meets the failure itself
             log.debug("starting a ready container failed: %s", exc)
         finally:

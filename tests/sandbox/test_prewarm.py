@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from deepgym.admission import AdmissionTimeout
 from deepgym.errors import ConfigurationError
 from deepgym.sandbox import ExecOptions, SandboxSpec
 from deepgym.sandbox.ready import PREWARM_VARIABLE, prewarm_size
@@ -134,46 +133,6 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
     finally:
         provider.close()
     assert containers(provider.run_id) == []
-
-
-@pytest.mark.docker
-def test_a_refill_takes_an_admission_slot_while_it_starts_its_container(spec, tmp_path, monkeypatch):
-    """On a host whose only slot a sample holds, a refill starts no container (the next take asks again); with
-    the slot free, it starts one holding the slot, and the container it made then waits holding none."""
-    from deepgym import DeepGym
-    from deepgym.admission import DIR_VARIABLE
-    from deepgym.sandbox.docker import Launch
-
-    monkeypatch.setenv(DIR_VARIABLE, str(tmp_path))
-    monkeypatch.setenv(PREWARM_VARIABLE, "1")
-    gym = DeepGym(mode="docker", max_parallel=1, max_sandboxes=1)
-    provider, admission, pool = gym.provider, gym.admission, gym.provider.prewarm
-    assert pool.admission is admission, "the client's provider refills outside its admission"
-    launched: list[bool] = []  # per launch: whether the launch held the host's only slot
-    launch = pool._launch
-
-    def spy_launch(key):
-        try:
-            admission.acquire(timeout_s=0).release()
-            launched.append(False)
-        except AdmissionTimeout:
-            launched.append(True)
-        return launch(key)
-
-    pool._launch = spy_launch
-    key = Launch(spec, tuple(ECHO), ExecOptions(timeout_s=30))
-    try:
-        with admission.slot():  # a sample holds the host's only slot
-            assert pool.take(key) is None  # nothing ready: the take asks for a refill
-            wait_made(provider)
-            assert launched == [], "a refill started a container while the host's only slot was a sample's"
-        assert pool.take(key) is None  # the slot is free: this refill starts a container
-        wait_ready(provider, 1)
-        assert launched == [True], "the refill started its container without holding a slot"
-        admission.acquire(timeout_s=30).release()  # the waiting container holds no slot
-    finally:
-        gym.close()
-    assert containers(provider.run_id) == [], "closing left containers behind"
 
 
 @pytest.mark.docker

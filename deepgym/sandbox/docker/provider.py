@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 import docker.errors
 
 from ...shutdown import register as on_shutdown
-from ...admission import Admission, engine_key
+from ...admission import engine_key
 from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxSpec
 from .engine import Attached, Engine, Launch, container_settings
 from ..ready import MAX_KINDS, REFILLERS, ReadyPool, prewarm_size
@@ -79,10 +79,6 @@ class DockerProvider(Provider):
     def owner(self) -> str:
         """The ``deepgym.owner`` label of this provider's containers: this process."""
         return self.engine.owner
-
-    def admit_refills(self, admission: Admission) -> None:
-        if self.prewarm is not None:
-            self.prewarm.admission = admission
 
     def warm_pool(self) -> WarmPool:
         """Warm mode's containers (:mod:`deepgym.sandbox.docker.warm`), made on first use."""
