@@ -6,7 +6,8 @@ the host, which the rows' own host-wide figure (/proc/stat) counts.
 
 Per sample, in CPU milliseconds:
 
-- ``client``: this process, every thread (the row's docker-py calls, deepgym's host side), minus the sampler's.
+- ``client``: this process, every thread (the row's docker-py calls, deepgym's host side), minus the sampler's,
+  plus the children it reaped (the ``subprocess`` row's one ``python3`` per sample: its whole cost).
 - ``dockerd``, ``containerd``: the engine's two daemons, with what they reaped (containerd: each container's
   short-lived ``containerd-shim-runc-v2 start`` and ``delete``). Other sessions' engine work counts here too.
 - ``shims``: the shims of this run's containers (one ``containerd-shim-runc-v2`` per container), their own CPU.
@@ -188,7 +189,8 @@ def measure(row: str, env: str, n: int, parallel: int, recorder: Recorder,
         time.sleep(2.0)  # strict removes its used containers in the background
         count = len(samples)
         calls.update(recorder.calls)  # before the row closes its client (strict: the pool's removal)
-        figures["client"] = (after.user + after.system - times.user - times.system - sampled) / count
+        children = after.children_user + after.children_system - times.children_user - times.children_system
+        figures["client"] = (after.user + after.system - times.user - times.system - sampled + children) / count
         for name, pids in engine.items():
             figures[name] = (engine_cpu_s(pids) - before[name]) / count
         figures["shims"], figures["runtime"], figures["boxes"] = (total / count for total in recorder.totals())
@@ -201,6 +203,8 @@ def measure(row: str, env: str, n: int, parallel: int, recorder: Recorder,
             throughput.run_engine(env, n, parallel)
         elif row == "engine-runner":
             throughput.run_engine_runner(env, n, parallel)
+        elif row == "subprocess":
+            throughput.run_subprocess(env, n, parallel)
         else:
             throughput.run_deepgym(row, env, n, parallel)
     finally:
@@ -211,7 +215,8 @@ def measure(row: str, env: str, n: int, parallel: int, recorder: Recorder,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", nargs="+", default=["engine", "engine-runner", "strict"],
-                        choices=["engine", "engine-runner", "strict", "strict-cold", "docker-exec"])
+                        choices=["engine", "engine-runner", "strict", "strict-cold", "docker-exec", "warm",
+                                 "subprocess"])
     parser.add_argument("--env", default="coin_change")
     parser.add_argument("-n", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=2)

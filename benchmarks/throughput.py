@@ -4,6 +4,7 @@
     python benchmarks/throughput.py --envs coin_change -n 200 --parallel 2 4
     python benchmarks/throughput.py --deepgym062 /tmp/dg062/bin/python   # with DeepGym 0.6.2's rows
     python benchmarks/throughput.py --rows strict --baseline /tmp/old:old --rounds 5   # before vs. after a change
+    python benchmarks/throughput.py --floors --markdown table.md   # the README's table: the floors, strict, warm
 
 **Part 1, rows.** Each environment gets N responses, half right (the reference) and half wrong (its known-wrong
 solutions), judged by each row; every verdict is checked (right -> 1.0, wrong -> below 1.0), so a fast but
@@ -14,10 +15,10 @@ wrong row cannot pass for a good one.
 - ``engine-defaults``: the same loop as a new user writes it, with docker-py's defaults instead of a sandbox's
   settings: a bridge network, json-file logs, no limits and no dropped capabilities.
 - ``engine-bare``: the same bare loop, but the container runs a bare verifier instead of ``true``: one
-  ``python3 -I -S`` that runs the solution on the environment's hidden cases (given in argv) and exits 0 when
-  all pass, no isolation inside (function environments only). It is the least any verifier that runs the
-  sample in a container adds to the engine, so ``engine-bare / engine`` bounds what ``strict / engine`` can
-  ever reach on this host.
+  ``python3 -I -S`` that runs the solution on the environment's hidden cases and exits 0 when all pass, no
+  isolation inside (function and program environments, :mod:`floors`). It is the least any verifier that runs
+  the sample in a container adds to the engine, so ``engine-bare / engine`` bounds what ``strict / engine`` can
+  ever reach on this host; strict's goal is 0.95x ``engine-bare``.
 - ``engine-runner``: the same bare loop, but the container runs deepgym's runner on the sample's request
   (attached stdin, as strict mode sends it) and its report is classified: the engine doing a sample's work
   with none of deepgym's host side (no prewarm, no admission). ``engine`` measures what the engine costs;
@@ -31,12 +32,18 @@ wrong row cannot pass for a good one.
   process under a fresh uid per sample.
 - ``local``: deepgym's local mode (no isolation at all; ``DEEPGYM_ALLOW_LOCAL=1``).
 - ``subprocess``: no deepgym and no isolation: the bare verifier of ``engine-bare`` as one ``python3``
-  process per sample on this host (function environments only), the floor any sandbox adds to.
+  process per sample on this host, the floor any sandbox adds to; warm's goal is 0.8x ``subprocess``.
+- ``prime_code``: verl's own ``default_compute_score`` (prime_code), for the dataset row ``row_stdin`` only
+  (:mod:`floors`), whose deepgym rows judge it through ``compute_score`` as verl calls it.
 - ``0.6.2-local``, ``0.6.2-docker``: DeepGym 0.6.2 from PyPI, installed into a separate virtualenv
   (``python3 -m venv /tmp/dg062 && /tmp/dg062/bin/pip install deepgym==0.6.2``; its local mode needs
   ``bwrap``), given with ``--deepgym062 PYTHON``. It gets the same solutions as plain code (it does not
   extract fenced blocks) and judges its own coin_change (25 cases, partial credit); its docker mode runs this
   machine's base image without its entry point (no registry here).
+
+``--floors`` runs the rows of the issue's goals (engine-bare, strict, subprocess, warm, and prime_code for the
+row) on coin_change, prog_max_subarray and the dataset row; ``--markdown FILE`` writes the run's table and
+ratios as the README's markdown.
 
 Figures per row: samples/s, p50 and p95 latency, CPU seconds per sample of the whole host (deepgym, the engine,
 the containers: /proc/stat, so other load on the host counts too) and the ratio to the ``engine`` row; at the
@@ -75,13 +82,29 @@ from deepgym import DeepGym, load_environment
 from deepgym.authoring.check import as_response
 from deepgym.images import build, image_name
 
+import floors
+
 DEEPGYM_ROWS = ("strict", "strict-cold", "docker-exec", "warm", "local")
-ROWS = ("engine", "engine-defaults", "engine-bare", "engine-runner", "subprocess", *DEEPGYM_ROWS, "0.6.2-local", "0.6.2-docker")
+ROWS = ("engine", "engine-defaults", "engine-bare", "engine-runner", "subprocess", *DEEPGYM_ROWS, "prime_code",
+        "0.6.2-local", "0.6.2-docker")
+FLOOR_ROWS = ["engine-bare", "strict", "subprocess", "warm", "prime_code"]
+FLOOR_ENVS = ["coin_change", "prog_max_subarray", floors.ROW]
+# (this row, that row, the issue's goal for this / that or None): the ratios printed at the end of a run.
+RATIOS = (("strict", "engine", None), ("strict", "engine-defaults", None), ("engine-bare", "engine", None),
+          ("strict", "engine-bare", 0.95), ("strict", "engine-runner", None), ("strict", "strict-cold", None),
+          ("strict", "0.6.2-docker", None), ("local", "0.6.2-local", None), ("strict", "strict (baseline)", None),
+          ("strict-cold", "strict-cold (baseline)", None), ("warm", "warm (baseline)", None),
+          ("local", "local (baseline)", None), ("warm", "strict", None), ("warm", "local", None),
+          ("warm", "0.6.2-local", None), ("warm", "subprocess", 0.8), ("strict", "prime_code", None),
+          ("warm", "prime_code", None))
 BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```"
 
 
 def solutions(env_name: str, n: int) -> list[tuple[str, bool]]:
-    """N (code, is right) pairs: the reference and each known-wrong solution in turn."""
+    """N (code, is right) pairs: the reference and each known-wrong solution in turn (the dataset row's:
+    responses, right and wrong in turn)."""
+    if env_name == floors.ROW:
+        return floors.row_samples(n)
     env = load_environment(env_name)
     found = env.solutions()
     wrong = sorted(name for name in found if name.startswith("wrong_"))
@@ -117,15 +140,20 @@ def run_deepgym(row: str, env: str, n: int, parallel: int) -> dict[str, float]:
     so a baseline checkout runs it too."""
     os.environ["DEEPGYM_DOCKER_EXEC"] = "1" if row == "docker-exec" else "0"
     os.environ["DEEPGYM_DOCKER_PREWARM"] = "0" if row == "strict-cold" else str(parallel)
-    environment = load_environment(env)
-    samples = [(as_response(environment, code), right) for code, right in solutions(env, n)]
+    if env == floors.ROW:
+        from deepgym.rows import row_task
+
+        task, samples = row_task(floors.ROW_SOURCE, floors.row_truth()), solutions(env, n)
+    else:
+        task = load_environment(env)
+        samples = [(as_response(task, code), right) for code, right in solutions(env, n)]
     # Only the warm row names an isolation: a baseline checkout without warm mode runs every other row.
     options = {"isolation": "process"} if row == "warm" else {}
     with DeepGym(mode="local" if row == "local" else "docker", max_parallel=parallel) as gym:
-        gym.judge(env, samples[0][0], **options)  # warm-up: image inspection, the first connections, the pool
+        gym.judge(task, samples[0][0], **options)  # warm-up: image inspection, the first connections, the pool
 
         def judge(sample: tuple[str, bool]) -> bool:
-            outcome = gym.judge(env, sample[0], **options)
+            outcome = gym.judge(task, sample[0], **options)
             return outcome.has_verdict and (outcome.score == 1.0) == sample[1]
 
         return timed(judge, samples, parallel)
@@ -133,7 +161,7 @@ def run_deepgym(row: str, env: str, n: int, parallel: int) -> dict[str, float]:
 
 def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> dict[str, float]:
     """The bare engine: what docker-py and the engine need for a container like a sandbox, and nothing else.
-    With ``bare_verifier`` (the ``engine-bare`` row), each container runs :data:`BARE` on its sample instead of
+    With ``bare_verifier`` (the ``engine-bare`` row), each container runs the bare verifier (:mod:`floors`) on its sample instead of
     ``true``: the least any verifier in a container can add, one interpreter and the solution's own work."""
     import docker
 
@@ -143,14 +171,10 @@ def run_engine(env: str, n: int, parallel: int, bare_verifier: bool = False) -> 
     environment = load_environment(env)
     api = docker.APIClient(**docker.utils.kwargs_from_env(), version=API_VERSION, max_pool_size=parallel + 4)
     spec = sandbox_spec(environment, api.inspect_image(image_name(env))["Id"])
-    if bare_verifier:
-        cases = hidden_cases(environment)
-        samples: list = solutions(env, n)
-    else:
-        samples = [("", True)] * n
+    samples: list = solutions(env, n) if bare_verifier else [("", True)] * n
 
     def create(sample: tuple[str, bool]) -> str:
-        entrypoint = ["python3", *bare_argv(sample[0], environment.entry_point, cases)] if bare_verifier else ["true"]
+        entrypoint = ["python3", *floors.bare_argv(environment, sample[0], True)] if bare_verifier else ["true"]
         settings = container_settings(api, spec, {"deepgym-benchmark": "engine"}, attached=True)
         return api.create_container(spec.image, entrypoint=entrypoint, command=[], **settings)["Id"]
 
@@ -238,40 +262,31 @@ def run_engine_runner(env: str, n: int, parallel: int) -> dict[str, float]:
         api.close()
 
 
-# The bare verifier of the subprocess and engine-bare rows: the solution, its entry point and the cases as JSON in
-# argv; exit status 0 when every case passes, 1 when one does not.
-BARE = textwrap.dedent('''
-    import json, sys
-    namespace = {}
-    exec(compile(sys.argv[1], "solution.py", "exec"), namespace)
-    function = namespace[sys.argv[2]]
-    sys.exit(not all(function(*case["args"]) == case["expected"] for case in json.loads(sys.argv[3])))
-''')
-
-
-def hidden_cases(environment) -> str:
-    """A function environment's hidden cases (variant 0) as the JSON :data:`BARE` reads."""
-    if environment.kind != "function":
-        raise SystemExit(f"the bare rows run function environments only, not {environment.id} ({environment.kind})")
-    namespace: dict = {}
-    exec(compile((environment.tests_dir / "cases.py").read_text(), "cases.py", "exec"), namespace)
-    return json.dumps([{"args": case["args"], "expected": case["expected"]} for case in namespace["cases"](0)])
-
-
-def bare_argv(code: str, entry_point: str, cases: str) -> list[str]:
-    """The interpreter's arguments that run :data:`BARE` on one solution."""
-    return ["-I", "-S", "-c", BARE, code, entry_point, cases]
-
-
 def run_subprocess(env: str, n: int, parallel: int) -> dict[str, float]:
     """One bare ``python3`` per sample on this host, no sandbox, no deepgym: the cost of a fresh process."""
-    environment = load_environment(env)
-    cases = hidden_cases(environment)
+    environment = None if env == floors.ROW else load_environment(env)
+    samples = solutions(env, n)
+    if environment is None:  # the row's responses are fenced: the bare verifier gets the code, as deepgym does
+        samples = [(response.split("\n", 1)[1].rsplit("```", 1)[0], right) for response, right in samples]
 
     def judge(sample: tuple[str, bool]) -> bool:
-        result = subprocess.run([sys.executable, *bare_argv(sample[0], environment.entry_point, cases)],
+        result = subprocess.run([sys.executable, *floors.bare_argv(environment, sample[0], False)],
                                 capture_output=True)
         return (result.returncode == 0) == sample[1]
+
+    judge(samples[0])
+    return timed(judge, samples, parallel)
+
+
+def run_prime_code(env: str, n: int, parallel: int) -> dict[str, float]:
+    """verl's own prime_code reward (``default_compute_score``) on the dataset row, from a thread pool as verl's
+    reward workers call it: a right response scores 1.0, a wrong one less."""
+    from verl.utils.reward_score import default_compute_score
+
+    truth = floors.row_truth()
+
+    def judge(sample: tuple[str, bool]) -> bool:
+        return (float(default_compute_score(floors.ROW_SOURCE, sample[0], truth)) == 1.0) == sample[1]
 
     samples = solutions(env, n)
     judge(samples[0])
@@ -383,13 +398,41 @@ def machine() -> str:
             f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the start")
 
 
+def runs_of(row: str, env: str, n: int, parallel: int, args: argparse.Namespace) -> list[tuple]:
+    """(label, function, arguments) of each measurement ``row`` makes of ``env`` (none where it does not apply)."""
+    row_env = env == floors.ROW
+    kind = None if row_env else load_environment(env).kind
+    if row in ("engine", "engine-defaults", "engine-runner"):
+        engines = {"engine": run_engine, "engine-defaults": run_engine_defaults, "engine-runner": run_engine_runner}
+        return [] if row_env else [(row, engines[row], (env, n, parallel))]
+    if row == "engine-bare":
+        return [(row, run_engine, (env, n, parallel, True))] if kind in ("function", "program") else []
+    if row == "subprocess":
+        return [(row, run_subprocess, (env, n, parallel))] if row_env or kind in ("function", "program") else []
+    if row == "prime_code":
+        return [(row, run_prime_code, (env, n, parallel))] if row_env else []
+    if row in DEEPGYM_ROWS:
+        runs = [(row, run_deepgym, (row, env, n, parallel))]
+        if args.baseline and not row_env:  # a baseline checkout may not know the row
+            checkout, _, tag = args.baseline.rpartition(":")
+            runs.append((f"{row} (baseline)", run_baseline, (checkout, tag, row, env, n, parallel)))
+        return runs
+    if args.deepgym062 and env == "coin_change":  # DeepGym 0.6.2 has no such patch/program env
+        return [(row, run_062, (args.deepgym062, row.removeprefix("0.6.2-"), env, n, parallel))]
+    return []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--envs", nargs="+", default=["coin_change", "patch_csv_quoting", "prog_max_subarray"])
     parser.add_argument("-n", type=int, default=64, help="samples of the first environment per row (%(default)s)")
     parser.add_argument("--n-others", type=int, default=16, help="samples of each other environment (%(default)s)")
-    parser.add_argument("--rows", nargs="+", default=["engine", "engine-defaults", "engine-bare", "engine-runner", "subprocess", "strict", "strict-cold", "warm", "local",
-                                                      "0.6.2-local", "0.6.2-docker"], choices=ROWS)
+    parser.add_argument("--rows", nargs="+", default=["engine", "engine-defaults", "engine-bare", "engine-runner",
+                                                      "subprocess", "strict", "strict-cold", "warm", "local",
+                                                      "prime_code", "0.6.2-local", "0.6.2-docker"], choices=ROWS)
+    parser.add_argument("--floors", action="store_true", help=f"rows {' '.join(FLOOR_ROWS)} on {' '.join(FLOOR_ENVS)}, "
+                                                              f"no admission part (unless --envs/--rows say otherwise)")
+    parser.add_argument("--markdown", metavar="FILE", help="write the run's table and ratios as markdown to FILE")
     parser.add_argument("--parallel", nargs="+", type=int, default=[max(2, os.cpu_count() or 1)])
     parser.add_argument("--deepgym062", metavar="PYTHON", help="DeepGym 0.6.2's interpreter, for its rows")
     parser.add_argument("--baseline", metavar="PATH:TAG", help="also run each deepgym row with the deepgym at PATH "
@@ -400,70 +443,63 @@ def main() -> None:
                                                                              "0 skips part 2 (%(default)s)")
     parser.add_argument("--no-admission-contrast", action="store_true", help="skip the same load without the bound")
     parser.add_argument("--row", choices=DEEPGYM_ROWS, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    argv = sys.argv[1:]
+    args = parser.parse_args(argv)
+    if args.floors:
+        args.envs = args.envs if "--envs" in argv else FLOOR_ENVS
+        args.rows = args.rows if "--rows" in argv else FLOOR_ROWS
+        args.admission_processes = args.admission_processes if "--admission-processes" in argv else 0
     os.environ.setdefault("DEEPGYM_ALLOW_LOCAL", "1")
     warnings.filterwarnings("ignore", message="deepgym local mode")  # opted in above, on purpose
     if args.row:  # one row of a baseline, for run_baseline
         print(json.dumps(run_deepgym(args.row, args.envs[0], args.n, args.parallel[0])))
         return
-    build(args.envs + (["coin_change"] if args.admission_processes else []))
-    print(f"machine: {machine()}\n")
+    images = [env for env in args.envs if env != floors.ROW] + (["row_python"] if floors.ROW in args.envs else [])
+    build(images + (["coin_change"] if args.admission_processes else []))
+    setting = machine()
+    print(f"machine: {setting}\n")
     print(f"{'environment':<18} {'row':<22} {'parallel':>8} {'samples/s':>10} {'p50 s':>7} {'p95 s':>7} "
           f"{'CPU s/sample':>12} {'ratio':>6} {'wrong':>6}")
     rates: dict[str, list[float]] = {}
+    lines: list[dict] = []
     for index, env in enumerate(args.envs):
         n = args.n if index == 0 else args.n_others
         for parallel in args.parallel:
             for _ in range(args.rounds):
                 reference: dict[str, float] = {}
                 for row in args.rows:
-                    runs = []
-                    if row == "engine":
-                        runs.append((row, run_engine, (env, n, parallel)))
-                    elif row == "engine-defaults":
-                        runs.append((row, run_engine_defaults, (env, n, parallel)))
-                    elif row == "engine-bare":
-                        if load_environment(env).kind == "function":
-                            runs.append((row, run_engine, (env, n, parallel, True)))
-                    elif row == "engine-runner":
-                        runs.append((row, run_engine_runner, (env, n, parallel)))
-                    elif row == "subprocess":
-                        if load_environment(env).kind == "function":
-                            runs.append((row, run_subprocess, (env, n, parallel)))
-                    elif row in DEEPGYM_ROWS:
-                        runs.append((row, run_deepgym, (row, env, n, parallel)))
-                        if args.baseline:
-                            checkout, _, tag = args.baseline.rpartition(":")
-                            runs.append((f"{row} (baseline)", run_baseline, (checkout, tag, row, env, n, parallel)))
-                    elif args.deepgym062 and env == "coin_change":  # DeepGym 0.6.2 has no such patch/program env
-                        runs.append((row, run_062, (args.deepgym062, row.removeprefix("0.6.2-"), env, n, parallel)))
-                    for label, function, where in runs:
+                    for label, function, where in runs_of(row, env, n, parallel, args):
                         figures = function(*where)
                         reference[label] = figures["samples_per_s"]
                         versus = reference.get("engine")
                         ratio = f"{figures['samples_per_s'] / versus:.2f}" if versus and label != "engine" else ""
                         rates.setdefault(f"{env} {label} {parallel}", []).append(figures["samples_per_s"])
+                        lines.append({"env": env, "row": label, "parallel": parallel, **figures})
                         print(f"{env:<18} {label:<22} {parallel:>8} {figures['samples_per_s']:>10.2f} "
                               f"{figures['p50_s']:>7.3f} {figures['p95_s']:>7.3f} {figures['cpu_s']:>12.3f} "
                               f"{ratio:>6} {figures['wrong_verdicts']:>6}", flush=True)
-    print("\nratios of mean samples/s:")
+    print("\nratios of mean samples/s (goal: the issue's floor for that pair):")
+    ratios: list[tuple[str, str, float]] = []
     for env in args.envs:
         for parallel in args.parallel:
             def mean(label: str, env: str = env, parallel: int = parallel) -> float | None:
                 values = rates.get(f"{env} {label} {parallel}")
                 return statistics.mean(values) if values else None
-            for this, that in (("strict", "engine"), ("strict", "engine-defaults"), ("engine-bare", "engine"), ("strict", "engine-bare"),
-                               ("strict", "engine-runner"), ("strict", "strict-cold"), ("strict", "0.6.2-docker"),
-                               ("local", "0.6.2-local"), ("strict", "strict (baseline)"),
-                               ("strict-cold", "strict-cold (baseline)"), ("warm", "warm (baseline)"),
-                               ("local", "local (baseline)"), ("warm", "strict"),
-                               ("warm", "local"), ("warm", "0.6.2-local"), ("warm", "subprocess")):
+            for this, that, goal in RATIOS:
                 if mean(this) and mean(that):
-                    print(f"  {env} parallel {parallel}: {this} / {that} = {mean(this) / mean(that):.2f}")
+                    value = mean(this) / mean(that)
+                    verdict = "" if goal is None else f"  (goal >= {goal}: {'met' if value >= goal else 'NOT met'})"
+                    label = f"{env} parallel {parallel}: {this} / {that}"
+                    ratios.append((label, verdict, value))
+                    print(f"  {label} = {value:.2f}{verdict}")
     if args.rounds > 1:
         print("\nmean samples/s over the rounds:")
         for label, values in rates.items():
             print(f"  {label:<44} {statistics.mean(values):.2f}  ({', '.join(f'{v:.2f}' for v in values)})")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(floors.markdown(f"{setting}, load average {os.getloadavg()[0]:.1f} at the end", lines, ratios))
+        print(f"\nmarkdown table written to {args.markdown}")
     if args.admission_processes:
         offered = 20 * args.bound
         print(f"\nadmission: {offered} coin_change samples offered at once (half busy loops, half right) from "

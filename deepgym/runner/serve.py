@@ -13,6 +13,10 @@ and limit hits and the pids cgroup's refusals with those before the sample. Then
 one line ``@@deepgym-serve {"event": "end", "nonce": ..., "exit": N, "retire": null | "why"}``: the child's
 exit status (128 + a signal when it was killed) and, when anything was amiss, why the container must not
 serve again. After a ``retire`` it exits; at the end of stdin too (its host went away).
+
+Before the first request it writes ``@@deepgym-serve {"event": "ready", "problem": null | "why"}`` once its
+start-up is done, so that the host hands the container to a sample only then (a start slowed by a loaded
+host is never charged to a sample's deadline) and never hands out one that cannot serve.
 """
 
 from __future__ import annotations
@@ -105,6 +109,8 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
     procfs.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
     for judge in JUDGES.values():  # every kind's judge imported once here, not again in each child
         importlib.import_module(judge, __package__)
+    out.write(serve_line({"event": "ready", "problem": problem}))
+    out.flush()
     served: set[int] = set()
     while True:
         line = sys.stdin.buffer.readline()

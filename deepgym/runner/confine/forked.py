@@ -96,16 +96,18 @@ class WorkerConnection:
         self._last: Forked | None = None
 
     def fork(self, argv: list[str], *, uid: int, cwd: str, env: dict[str, str],
-             fds: tuple[int, int]) -> Forked:
+             fds: tuple[int, int], preload: tuple[str, ...] = ()) -> Forked:
         """A worker as uid ``uid`` running ``worker.main(argv)`` in ``cwd`` with environment ``env``; ``fds``
-        (the requests and replies pipes' ends) become its descriptors 3 and 4. Its end is signalled on
-        :attr:`control`. Raises OSError when the zygote does not serve (it died, or its last worker's end is
-        not reported): the runner's failure, never the submission's, since its last worker was killed."""
+        (the requests and replies pipes' ends) become its descriptors 3 and 4. ``preload`` names standard-library
+        modules the zygote imports before it forks (once for every later sample, in warm mode). Its end is
+        signalled on :attr:`control`. Raises OSError when the zygote does not serve (it died, or its last
+        worker's end is not reported): the runner's failure, never the submission's, since its last worker was
+        killed."""
         if self._last is not None:
             if self._last.wait(timeout=KILL_WAIT_S) is None:
                 raise OSError("the worker zygote did not report the end of the last worker")
             self._last = None
-        message = wire.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env}).encode()
+        message = wire.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env, "preload": list(preload)}).encode()
         self._last = hand_off(self.control, message, os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), fds)
         return self._last
 

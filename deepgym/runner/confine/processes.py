@@ -118,15 +118,16 @@ class Processes:
         self.sessions.add(proc.pid)
         return proc
 
-    def fork_worker(self, argv: list[str], fds: tuple[int, int], cwd: str = "/") -> Forked:
-        """A worker (``worker.main(argv)``) as the submission's uid, forked by the worker zygote; the same
-        environment, session and descriptors as :meth:`spawn` gives, ``fds`` as its descriptors 3 and 4.
-        Raises OSError when the zygote cannot serve."""
+    def fork_worker(self, argv: list[str], fds: tuple[int, int], cwd: str = "/",
+                    preload: tuple[str, ...] = ()) -> Forked:
+        """A worker (``worker.main(argv)``) as the submission's uid, forked by the worker zygote once it has
+        imported the standard-library modules ``preload``; the same environment, session and descriptors as
+        :meth:`spawn` gives, ``fds`` as its descriptors 3 and 4. Raises OSError when the zygote cannot serve."""
         assert self.workers is not None
         env = dict(CLEAN_ENV)
         if self.uid in self.homes:
             env["HOME"] = env["TMPDIR"] = self.homes[self.uid]
-        return self.workers.fork(argv, uid=self.uid, cwd=cwd, env=env, fds=fds)
+        return self.workers.fork(argv, uid=self.uid, cwd=cwd, env=env, fds=fds, preload=preload)
 
     def members(self) -> list[int]:
         """Pids of every live untrusted process."""

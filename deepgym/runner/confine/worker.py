@@ -12,7 +12,6 @@ again) and volunteers as the first victim of an out-of-memory kill. Then, by mod
   ``__eq__`` gains nothing: the runner, or a row's trusted test process, does every comparison.
 - ``probe REPO REQUESTS_FD REPLIES_FD``: the same for a patch task's hidden probes: with the patched
   repository importable, run the probes' setup once, then evaluate one probe expression per call.
-- ``script PATH``: run a submitted program as ``__main__`` (stdin and stdout are the runner's pipes).
 - ``apply STAGE WORK``: as the patch applier's user, copy the staged repository to WORK, apply STAGE/patch.diff
   with ``git apply`` or else ``patch --fuzz``, then restore the hidden tests over it. Exit 0 applied, 3 not.
 - ``pytest REPO RESULTS_FD NODEID...``: run the listed tests with a plugin that reports each outcome on
@@ -161,14 +160,6 @@ def load_probes(repo: str) -> Callable[[dict], Callable[[dict], Any]]:
     return load
 
 
-def run_script(path: str) -> None:
-    import runpy
-
-    sys.argv = [path]
-    sys.setrecursionlimit(10_000)
-    runpy.run_path(path, run_name="__main__")
-
-
 def apply_patch(stage: str, work: str) -> int:
     """Copy STAGE/repo to WORK, apply STAGE/patch.diff, restore STAGE/hidden over it. 0 applied, 3 not."""
     import shutil
@@ -232,9 +223,6 @@ def main(argv: list[str]) -> int:
     if mode in ("function", "probe"):
         loader = load_solution if mode == "function" else load_probes
         serve(int(rest[1]), int(rest[2]), loader(rest[0]))
-        return 0
-    if mode == "script":
-        run_script(rest[0])
         return 0
     if mode == "apply":
         return apply_patch(rest[0], rest[1])

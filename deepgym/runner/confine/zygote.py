@@ -5,7 +5,8 @@ itself before it reads a request (from warm mode's server before it reads the fi
 privileges and stays root: it forks each function worker, which switches to the request's uid in
 :func:`_worker_child` before the submission's code is even read, and answers ``{"exit": status}`` when it
 ends. It never receives a request, a case or an expected output, only a worker's argv, uid, working
-directory, environment and descriptors.
+directory, environment and descriptors, and the names of standard-library modules to import before it forks
+(a row's prelude, :func:`_preload`: kept for every later worker, so a warm container imports them once).
 
 **A program's case server**, below, is one interpreter per sample, as the submission's user, that forks a
 fresh child for each case.
@@ -129,11 +130,11 @@ def _run_case(path: str, code: types.CodeType | None, error: BaseException | Non
 
 
 def fork_per_request(control: fdpass.Socket, count: int, child: Callable[[dict, list[int]], None],
-                     sweep: bool) -> None:
-    """The loop of both zygotes: per message on ``control`` (a JSON object with ``count`` descriptors), fork a
-    child that runs ``child(message, descriptors)`` and never returns, wait for it, with ``sweep`` kill every
-    other process of this user, and reply ``{"exit": status}``. Returns when the socket closes or a message is
-    malformed."""
+                     sweep: bool, prepare: Callable[[dict], None] | None = None) -> None:
+    """The loop of both zygotes: per message on ``control`` (a JSON object with ``count`` descriptors), run
+    ``prepare(message)`` when given, fork a child that runs ``child(message, descriptors)`` and never returns,
+    wait for it, with ``sweep`` kill every other process of this user, and reply ``{"exit": status}``. Returns
+    when the socket closes or a message is malformed."""
     while True:
         try:
             message, fds, _flags, _address = fdpass.recv_fds(control, MAX_MESSAGE, count)
@@ -147,6 +148,8 @@ def fork_per_request(control: fdpass.Socket, count: int, child: Callable[[dict, 
             for fd in fds:
                 os.close(fd)
             return None
+        if prepare is not None:
+            prepare(request)
         pid = os.fork()
         if pid == 0:
             control.close()
@@ -233,6 +236,19 @@ def _worker_child(request: dict, fds: list[int]) -> None:
         os._exit(status & 0xFF if isinstance(status, int) else 1)
 
 
+def _preload(request: dict) -> None:
+    """Import the standard-library modules a worker's request names (a row's prelude) into the worker zygote,
+    which then keeps them for every later worker: they are the runner's choice, not the submission's, and
+    run before anything of a sample's. One that does not import is left to the worker, whose prelude imports
+    it again (and fails there as it would in a fresh interpreter)."""
+    for name in request.get("preload") or ():
+        if isinstance(name, str) and name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - an optimisation only: the worker's own import decides
+                pass
+
+
 def serve_workers(master: fdpass.Socket) -> None:
     """The worker zygote's life: per connection that arrives on ``master`` (one per sample), fork a worker per
     request on it until it closes; end when ``master`` closes. Connections are served one after another: a
@@ -247,7 +263,7 @@ def serve_workers(master: fdpass.Socket) -> None:
         if message != b"connect" or len(fds) != 1:
             return
         connection = fdpass.from_fd(fds[0])
-        fork_per_request(connection, WORKER_FDS, _worker_child, sweep=False)
+        fork_per_request(connection, WORKER_FDS, _worker_child, sweep=False, prepare=_preload)
         connection.close()
 
 

@@ -1,10 +1,12 @@
-"""The runner's side of a program's case server (:mod:`zygote`): run each stdin/stdout case in a child forked
-from one interpreter per sample instead of starting a fresh interpreter per case.
+"""The runner's side of a program's case server (:mod:`zygote`): run each stdin/stdout case (a program task's, a
+dataset's stdin row's) in a child forked from one interpreter per sample instead of starting a fresh
+interpreter per case.
 
 Every rule of a case run by a fresh process still holds, enforced here by the runner: the case's CPU and
 wall-clock limits (:meth:`Supervised.wait`, the child's own RLIMIT_CPU), the memory limits, the output cap,
 a fresh stdout and stderr pipe per case that only that case's child ever holds, the input as an anonymous
-file, and the comparison of the output in the runner. The zygote is the submission's: it gets no expected
+file the child can only read (as a hidden test file opened for reading was: :func:`read_only_input`), and the
+comparison of the output in the runner. The zygote is the submission's: it gets no expected
 output, and its reply (the exit status) is the submission's data.
 
 The zygote is kept for the next case only when a case ended cleanly (it exited, the zygote replied, and no
@@ -15,6 +17,7 @@ zygote, so a case can only ever hurt itself and the cases after it, never be jud
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -24,12 +27,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..confine import fdpass
-from ..channels import Fault
+from ..channels import Fault, head, plain
 from ..confine.forked import hand_off
-from .program import case_result
 from ..protocol import Limits
 from ..confine.processes import ZYGOTE, Processes
-from ..confine.supervise import Ending, Supervised
+from ..confine.supervise import Ending, Supervised, failure
 from ..confine.usage import Budget
 
 
@@ -86,13 +88,7 @@ class CaseServer:
         if self._zygote is None:
             self._start()
         assert self._zygote is not None and self._control is not None
-        stdin = os.memfd_create("case-input", os.MFD_CLOEXEC)
-        try:
-            _write_all(stdin, data)  # a failure here is the runner's: it propagates (no verdict)
-            os.lseek(stdin, 0, os.SEEK_SET)
-        except BaseException:
-            os.close(stdin)
-            raise
+        stdin = read_only_input(data)  # a failure here is the runner's: it propagates (no verdict)
         # The submission may have killed the zygote: the case then ends as a program that closed its channel.
         child = hand_off(self._control, json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode(), stdin,
                          zygote_may_be_gone=True)
@@ -123,8 +119,37 @@ class CaseServer:
         self.processes.kill_all()
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def read_only_input(data: bytes) -> int:
+    """A descriptor, open for reading only, of an anonymous file holding ``data``: sealed against every change,
+    and owned by the runner with mode 0444, so the case's process can neither write, truncate nor grow it, nor
+    reopen it for writing through ``/proc/self/fd``."""
+    memfd = os.memfd_create("case-input", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(memfd, view):]
+        os.fchmod(memfd, 0o444)
+        fcntl.fcntl(memfd, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE)
+        return os.open(f"/proc/self/fd/{memfd}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(memfd)
 
+
+def case_result(outcome: Ending, process: Supervised, limits: Limits, compare: Callable[[bytes], Fault | None],
+                result: dict[str, Any]) -> dict[str, Any]:
+    """A case's result from how its program ended and what it wrote: a failure unless it exited with status 0
+    and ``compare`` accepts its output."""
+    actual = bytes(process.kept["stdout"])
+    result = {**result, "actual": head(actual), "cpu_s": round(outcome.usage.cpu_s, 4)}
+    if outcome.kind != "exited":
+        error_type, error = failure(outcome, "running the program", limits)
+    elif outcome.exit_code != 0:
+        stderr = process.text("stderr").strip().splitlines()
+        error_type, error = "solution_error", f"the program {outcome.detail}" + (f": {plain(stderr[-1])}" if stderr else "")
+    else:
+        wrong = compare(actual)
+        if wrong is None:
+            return {**result, "passed": True, "error_type": None, "error": None}
+        error_type, error = wrong.error_type, wrong.message
+    return {**result, "passed": False, "error_type": error_type, "error": error}

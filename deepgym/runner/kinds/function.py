@@ -58,17 +58,18 @@ def equal(expected: Any, actual: Any, tolerance: float | None) -> bool:
 class Worker:
     """One worker process (worker.py in ``function`` or ``probe`` mode; ``module`` row_tests for a row's trusted
     tests, as ``uid``) and the pipes to it. A function worker of processes with a worker zygote is forked by it
-    (:meth:`Processes.fork_worker`); every other one is a fresh interpreter."""
+    (:meth:`Processes.fork_worker`), after the zygote imported the standard-library modules ``preload`` (those
+    the submission's prelude imports); every other one is a fresh interpreter."""
 
     def __init__(self, processes: Processes, limits: Limits, mode: str, path: str, cwd: str = "/", *,
-                 module: str = "worker", uid: int | None = None):
+                 module: str = "worker", uid: int | None = None, preload: tuple[str, ...] = ()):
         req_r, req_w = os.pipe()
         reply_r, reply_w = os.pipe()
         forked = processes.workers is not None and module == "worker" and mode == "function" and uid is None
         args = [mode, str(limits.memory_mb), str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), path]
         try:
             if forked:
-                proc = processes.fork_worker([*args, "3", "4"], (req_r, reply_w), cwd)
+                proc = processes.fork_worker([*args, "3", "4"], (req_r, reply_w), cwd, preload)
             else:
                 started = WORKER if module == "worker" else f"{__package__}.{module}"  # row_tests: a kind's own
                 proc = processes.spawn([sys.executable, "-I", "-B", "-m", started, *args, str(req_r),
@@ -120,10 +121,11 @@ def reply_of(outcome: Ending, doing: str, call_id: str | None, limits: Limits) -
 def run_calls(processes: Processes, limits: Limits, budget: Budget, worker_args: tuple[str, str, str],
               hello: dict[str, Any], cases: list[dict[str, Any]], request_of: Callable[[dict], dict],
               judge_reply: Callable[[dict, Reply, Usage], dict], fail: Callable[[dict, str, str, Usage | None], dict],
-              on_in_play: Callable[[], None], fail_fast: bool) -> list[dict[str, Any]]:
+              on_in_play: Callable[[], None], fail_fast: bool, preload: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Drive a worker through ``cases``: load it with ``hello``, send ``request_of(case)`` for each case and
     judge each reply in the runner. A worker that dies or runs out of time fails its case and is replaced;
-    one that cannot load fails every remaining case the same way. ``worker_args`` is (mode, path, cwd).
+    one that cannot load fails every remaining case the same way. ``worker_args`` is (mode, path, cwd);
+    ``preload``, the modules a forked worker's zygote imports first (:class:`Worker`).
     Replies pass :func:`channels.worker_reply`, so ``judge_reply`` gets plain, bounded data only.
 
     A loaded worker gets every remaining case's request at once and answers them in order (one round trip
@@ -151,7 +153,7 @@ def run_calls(processes: Processes, limits: Limits, budget: Budget, worker_args:
                 if not in_play:
                     on_in_play()
                     in_play = True
-                worker = Worker(processes, limits, *worker_args)
+                worker = Worker(processes, limits, *worker_args, preload=preload)
                 loaded = worker.call(hello, limits, cpu_limit)
                 budget.spend(loaded.usage)
                 ready = reply_of(loaded, "loading the submission", None, limits)

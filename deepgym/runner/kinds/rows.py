@@ -208,7 +208,8 @@ def _call(request, tests: dict, processes: Processes, workspace: Workspace, on_i
     hello = {"code": request.submission, "names": [tests["fn_name"]], "literal": True, "prelude": PRELUDE,
              "solution_class": True}
     results = run_calls(processes, request.limits, budget, ("function", workspace.scratch, "/"), hello, prepared,
-                        lambda case: {"args": encode(case[1])}, judge_reply, fail, on_in_play, fail_fast)
+                        lambda case: {"args": encode(case[1])}, judge_reply, fail, on_in_play, fail_fast,
+                        PRELUDE_MODULES)
     return results, len(prepared), budget.usage.cpu_s
 
 

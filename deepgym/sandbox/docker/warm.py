@@ -10,6 +10,11 @@ The request goes down the container's attached stdin as one line; the runner's e
 stdout, up to the server's ``end`` line, which comes only after the server cleared the container and checked
 it (see :mod:`deepgym.runner.serve`).
 
+A new container is handed to a sample only once its server said it is ready (:data:`READY_S` at most, charged
+to no sample); one whose server cannot serve is removed and the sample fails to start (no verdict, the
+infrastructure's). A sample that gets nothing back at all (the server refused it, or its container was gone
+before the runner said a word: nothing of the sample ran) is judged again, once, in another container.
+
 A container is retired (removed, never used again) when its server says so (anything left after a sample,
 an OOM kill or a limit hit in it, a runner that did not exit cleanly), when a sample misses the host's
 deadline or its stream breaks, after :data:`SAMPLES_VARIABLE` samples, and after :data:`MAX_IDLE_S` idle.
@@ -34,7 +39,7 @@ from collections.abc import Hashable, Sequence
 
 from ...shutdown import register as on_shutdown
 from ...runner.protocol import MAX_UID, SERVE_MARKER, Request
-from ..base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec
+from ..base import STDERR_TAIL_BYTES, ExecOptions, ExecResult, SandboxLost, SandboxSpec, StartFailure
 from .engine import Attached, Engine, key
 from ..frames import STDERR, FrameReader
 
@@ -48,6 +53,8 @@ MAX_IDLE_S = 300.0
 # Warm uids come from [FIRST_UID, MAX_UID): far above the image's own users and the one-shot runner's 10000.
 FIRST_UID = 1 << 20
 _END = f"{SERVE_MARKER} ".encode()
+# Seconds a new container's server gets to start (imports, its checks, the worker zygote) on a loaded host.
+READY_S = 120.0
 
 
 def _setting(value: int | None, variable: str, default: int) -> int:
@@ -104,6 +111,15 @@ class WarmPool:
         """Judge ``request`` in a warm container of ``spec`` whose main process is ``argv`` (the server), under
         the container's next uids, by ``timeout_s`` from when it has a container."""
         kind = key(spec, argv, ExecOptions(timeout_s=0))
+        result = self._judge(kind, spec, argv, request, timeout_s)
+        if result.exit_code is None and not result.timed_out and not result.stdout:
+            log.info("a warm container retired before its sample began; judging the sample in another")
+            result = self._judge(kind, spec, argv, request, timeout_s)
+        return result
+
+    def _judge(self, kind: Hashable, spec: SandboxSpec, argv: Sequence[str], request: Request,
+               timeout_s: float) -> ExecResult:
+        """One attempt of :meth:`run`, in one container."""
         warm = self._take(kind, spec, argv)
         started = time.monotonic()
         uid = warm.next_uid()
@@ -142,14 +158,19 @@ class WarmPool:
                     self._count[kind] = self._count.get(kind, 0) + 1
                     break
                 self._changed.wait()
+        box = None
         try:
             box = self.engine.start_attached(spec, argv, ExecOptions(timeout_s=0))
+            warm = Warm(box, uid_range(self.samples))
+            _wait_ready(warm)
+            return warm
         except BaseException:
+            if box is not None:
+                box.close()
             with self._changed:
                 self._count[kind] -= 1
                 self._changed.notify()
             raise
-        return Warm(box, uid_range(self.samples))
 
     def _give_back(self, kind: Hashable, warm: Warm, retire: bool) -> None:
         with self._changed:
@@ -207,3 +228,26 @@ class WarmPool:
         except (OSError, ValueError) as exc:
             log.info("warm container %s broke: %s", warm.box.container[:12], exc)
             return result(None, False), True
+
+
+def _wait_ready(warm: Warm) -> None:
+    """Read a new container's stream up to its server's ready line. Raises StartFailure when the server cannot
+    serve, ends, or is not ready within :data:`READY_S`."""
+    deadline = time.monotonic() + READY_S
+    lines = bytearray()
+    try:
+        while (at := lines.find(b"\n")) < 0:
+            frames = warm.reader.read(deadline)
+            if frames is None:
+                raise StartFailure(f"warm container {warm.box.container[:12]} ended before its server was ready")
+            lines.extend(b"".join(payload for stream, payload in frames if stream != STDERR))
+    except (OSError, socket.timeout) as exc:
+        raise StartFailure(f"warm container {warm.box.container[:12]}'s server was not ready: {exc!r}") from None
+    text = bytes(lines[:at])
+    try:
+        ready = json.loads(text[len(_END):]) if text.startswith(_END) else None
+    except ValueError:
+        ready = None
+    if not isinstance(ready, dict) or ready.get("event") != "ready" or ready.get("problem"):
+        why = ready.get("problem") if isinstance(ready, dict) else text[:200]
+        raise StartFailure(f"warm container {warm.box.container[:12]} cannot serve: {why}")
