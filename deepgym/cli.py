@@ -243,7 +243,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_datasets(args: argparse.Namespace) -> int:
     from .datasets import load, write_parquet
 
-    count = write_parquet(load(args.source, args.split), args.output)
+    count = write_parquet(load(args.source, args.split, args.file), args.output)
     print(f"deepgym: wrote {count} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -324,8 +324,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("datasets", help="write verl rows (parquet) from a named dataset or a JSONL/parquet file "
-                                        "in the APPS, CodeContests or MBPP shape")
-    p.add_argument("source", metavar="NAME|FILE", help="humaneval, or a .jsonl or .parquet file")
+                                        "in the APPS, CodeContests or MBPP shape, or of SWE-bench instances")
+    p.add_argument("source", metavar="NAME|FILE", help="humaneval, swe (then FILE), or a .jsonl or .parquet file")
+    p.add_argument("file", nargs="?", metavar="FILE", help="for swe: a .jsonl or .parquet file of SWE-bench instances")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the parquet file to write")
     p.add_argument("--split", help="extra_info.split of every row (default: test for humaneval, else train)")
     p.set_defaults(func=cmd_datasets)

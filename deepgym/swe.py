@@ -161,6 +161,23 @@ def instance(row: Mapping[str, Any]) -> SweInstance:
         extra={key: value for key, value in row.items() if key not in known})
 
 
+PROMPT = ("{problem_statement}\n\nThe repository {repo} is checked out at commit {base_commit}. Fix the issue "
+          "above. Answer with a unified diff (as `git diff` writes it, paths relative to the repository's root) in "
+          "a single fenced block that starts with ```diff. Do not change the tests.\n")
+
+
+def verl_row(row: Mapping[str, Any], index: int, split: str = "train") -> dict[str, Any]:
+    """The instance in ``row`` as a verl row (``data_source: swe``, the instance's fields as JSON text in
+    ``ground_truth``), for the single-turn way in. Raises ConfigurationError naming the malformed field."""
+    row = {key: _plain(value) for key, value in row.items()}
+    spec = instance(row)
+    prompt = PROMPT.format(problem_statement=spec.problem_statement, repo=spec.repo or "in the image",
+                           base_commit=spec.base_commit)
+    return {"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": prompt}], "ability": "coding",
+            "reward_model": {"style": "rule", "ground_truth": json.dumps(row, default=str)},
+            "extra_info": {"split": split, "index": index, "source_id": spec.instance_id}}
+
+
 def parse_ground_truth(ground_truth: Any) -> Mapping[str, Any]:
     """A verl row's ``ground_truth`` for ``data_source: swe``: the instance as JSON text, or the object."""
     ground_truth = _plain(ground_truth)

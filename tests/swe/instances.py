@@ -124,6 +124,18 @@ def build_instance(spec: Spec, folder: Path, tag: str, base_image: str) -> dict[
     return row
 
 
+_rows: dict[str, dict[str, Any]] = {}
+
+
+def instance_rows(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every fixture instance's row by name, their images built under ``folder`` once per test session (the
+    verl and TRL tests share them with tests/swe). The images stay on the engine, tagged with DEEPGYM_TAG, as
+    the other test images do; so do the layers deepgym builds on them."""
+    if not _rows:
+        _rows.update({spec.name: build_instance(spec, folder, fixture_tag(spec.name), base_image()) for spec in SPECS})
+    return dict(_rows)
+
+
 def fixture_tag(name: str) -> str:
     """The instance image of fixture ``name`` under this run's DEEPGYM_TAG."""
     return image_name(f"swe-fixture-{name}")
