@@ -22,7 +22,7 @@ record fails here, naming its line and field, and not in the middle of training.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -123,31 +123,18 @@ def _records(path: Path) -> Iterator[Mapping[str, Any]]:
                                              "per line") from None
 
 
-def file_rows(path: str | Path, split: str = "train") -> list[dict[str, Any]]:
-    """The rows of a JSONL or parquet file (see the module's docstring). Raises ConfigurationError naming the
-    record."""
+def file_rows(path: str | Path, split: str = "train",
+              row: Callable[[Mapping[str, Any], int, str], dict[str, Any]] = convert) -> list[dict[str, Any]]:
+    """The rows of a JSONL or parquet file, each record made a row by ``row`` (default: :func:`convert`, the
+    shapes of the module's docstring; :func:`deepgym.swe.verl_row` for SWE-bench instances). Raises
+    ConfigurationError naming the record."""
     path = Path(path)
     if not path.is_file():
         raise ConfigurationError(f"{path}: no such file. Fix: give a JSONL or parquet file, or one of {NAMES}")
     rows = []
     for index, record in enumerate(_records(path)):
         try:
-            rows.append(convert(record, index, split))
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{path}, record {index}: {exc}") from None
-    return rows
-
-
-def swe_file_rows(path: str | Path, split: str = "train") -> list[dict[str, Any]]:
-    """The SWE-bench-format instances of a JSONL or parquet file as verl rows (:func:`deepgym.swe.verl_row`).
-    Raises ConfigurationError naming the record and its field."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigurationError(f"{path}: no such file. Fix: give a JSONL or parquet file of SWE-bench instances")
-    rows = []
-    for index, record in enumerate(_records(path)):
-        try:
-            rows.append(verl_row(record, index, split))
+            rows.append(row(record, index, split))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{path}, record {index}: {exc}") from None
     return rows
@@ -158,7 +145,7 @@ def load(source: str, split: str | None = None, file: str | None = None) -> list
     if source == "swe":
         if file is None:
             raise ConfigurationError("swe: no file given. Fix: deepgym datasets swe FILE -o train.parquet")
-        return swe_file_rows(file, split or "train")
+        return file_rows(file, split or "train", verl_row)
     if source in NAMES:
         return humaneval_rows(split or "test")
     return file_rows(source, split or "train")
