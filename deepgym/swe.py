@@ -40,12 +40,16 @@ from .environments import Environment
 from .errors import ConfigurationError
 from .rows import RowTask, row_options
 from .runner.protocol import Limits
+from .session_limits import SessionLimits
 
 DATA_SOURCE = "swe"
 DEFAULT_REPO_DIR = "/testbed"
 # A real repository's test run takes seconds to minutes and two copies of its tree sit in the sandbox's /tmp.
 SWE_LIMITS = Limits(case_cpu_s=120.0, total_cpu_s=240.0, memory_mb=2048, pids=256, nofile=1024, output_kb=4096,
                     tmpfs_mb=2048, cpus=1.0)
+# The episode way in (deepgym.session.swe): a persistent terminal in the repository.
+SWE_SESSION = SessionLimits(max_steps=50, step_timeout_s=120.0, episode_s=1800.0, verify_timeout_s=600.0,
+                            output_chars=16000, terminal="persistent")
 _COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
 # A Docker image reference: [registry/]name[:tag][@digest], no spaces or control characters.
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,511}$")
@@ -192,8 +196,9 @@ def parse_ground_truth(ground_truth: Any) -> Mapping[str, Any]:
 
 
 def swe_task(row: Mapping[str, Any] | str, reward_kwargs: Mapping[str, Any] | None = None) -> RowTask:
-    """The instance of ``row`` ready to judge single-turn: ``DeepGym.run(swe_task(row), response)``. ``row`` is
-    the instance's fields, or their JSON text. Raises ConfigurationError naming the malformed field."""
+    """The instance of ``row`` ready to judge, either way in: single-turn, ``DeepGym.run(swe_task(row),
+    response)``, or as an episode, ``DeepGym.session(swe_task(row))``. ``row`` is the instance's fields, or
+    their JSON text. Raises ConfigurationError naming the malformed field."""
     spec = instance(parse_ground_truth(row))
     scoring, limits = row_options(reward_kwargs or {}, SWE_LIMITS)
     if scoring not in ("all_or_nothing", "partial"):
@@ -201,5 +206,5 @@ def swe_task(row: Mapping[str, Any] | str, reward_kwargs: Mapping[str, Any] | No
                    "use all_or_nothing or partial")
     environment = Environment(id=spec.layer_id, kind="swe", prompt=spec.problem_statement,
                               path=bundle_root() / "images" / "swe", scoring=scoring, limits=limits,
-                              instance_image=spec.image)
+                              instance_image=spec.image, session=SWE_SESSION)
     return RowTask(data_source=DATA_SOURCE, format="swe", environment=environment, tests=spec.tests())
