@@ -240,6 +240,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_images_layer(args: argparse.Namespace) -> int:
+    from .swe_images import build
+
+    for name in build(args.instance_images):
+        print(name)
+    return EXIT_OK
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     from .datasets import load, write_parquet
 
@@ -280,6 +288,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--debian-image", help="Debian image to build the base on (default: debian:bookworm-slim, "
                                           "or a debootstrapped one when no registry is reachable)")
     p.set_defaults(func=cmd_images_build)
+    p = images.add_parser("layer", help="layer deepgym's runner onto SWE-style instance images now, rather than at "
+                                        "their first sample (docs/swe.md)")
+    p.add_argument("instance_images", nargs="+", metavar="IMAGE", help="an instance image, as a row's image_name")
+    p.set_defaults(func=cmd_images_layer)
     p = images.add_parser("list", help="every image and whether it is current, stale or missing")
     p.set_defaults(func=cmd_images_list)
     p = images.add_parser("push", help="build what is missing, push to a registry tagged by content hash, and "

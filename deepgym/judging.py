@@ -92,14 +92,14 @@ class Images:
             known = self._resolved.get(ref)
         if known is not None:
             return known
-        expected = self._layered(env) if env.instance_image is not None else content_hash(env.id)
+        layered = self._layered(env) if env.instance_image is not None else None
         try:
             image = provider.image(ref)
         except ImageMissing:
             fix = f"pull it with `docker pull {ref}`" if env.id in self.pinned else \
                 f"build it with `deepgym images build {env.id}`"
             raise ImageMissing(f"{ref} is not on the engine; {fix}") from None
-        status = hash_status(image.labels.get(HASH_LABEL), expected)
+        status = hash_status(image.labels.get(HASH_LABEL), layered or content_hash(env.id))
         if status == "stale" and not self.allow_stale_image:
             rebuild = f"`deepgym images build {env.id}`" + (
                 f" and push it again (`deepgym images push --registry R {env.id}`)" if env.id in self.pinned else "")

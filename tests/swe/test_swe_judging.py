@@ -4,6 +4,7 @@ deepgym/runner/kinds/swe.py), against the real engine."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -111,3 +112,10 @@ def test_an_instance_image_that_cannot_start_has_no_verdict(gym, swe_rows):
         assert raised.value.error_type == "verifier_error" and "python3" in raised.value.reason
     finally:
         subprocess.run(["docker", "image", "rm", "-f", tag, image_name(layer_id(tag))], capture_output=True)
+
+
+def test_images_layer_command_builds_the_layer_ahead_of_use(swe_rows):
+    tag = swe_rows["slug"]["image_name"]
+    done = subprocess.run([sys.executable, "-m", "deepgym.cli", "images", "layer", tag], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [image_name(layer_id(tag))]
