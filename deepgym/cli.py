@@ -251,7 +251,13 @@ def cmd_images_layer(args: argparse.Namespace) -> int:
 def cmd_datasets(args: argparse.Namespace) -> int:
     from .datasets import load, write_parquet
 
-    count = write_parquet(load(args.source, args.split, args.file), args.output)
+    episode = None
+    if args.episodes:
+        from .integrations.verl import SESSION_AGENT_NAME, SESSION_TOOL_NAME
+        from .swe import EpisodeLoop
+
+        episode = EpisodeLoop(SESSION_AGENT_NAME, SESSION_TOOL_NAME)
+    count = write_parquet(load(args.source, args.split, args.file, episode), args.output)
     print(f"deepgym: wrote {count} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -341,6 +347,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", metavar="FILE", help="for swe: a .jsonl or .parquet file of SWE-bench instances")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the parquet file to write")
     p.add_argument("--split", help="extra_info.split of every row (default: test for humaneval, else train)")
+    p.add_argument("--episodes", action="store_true", help="for swe: rows that verl's deepgym_agent loop plays as "
+                                                           "episodes in a persistent terminal (docs/swe.md)")
     p.set_defaults(func=cmd_datasets)
 
     add_verl_commands(sub)

@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import ConfigurationError
 from .rows import row_task
-from .swe import verl_row
+from .swe import EpisodeLoop, verl_row
 
 NAMES = ("humaneval", "swe")
 FENCE = "Answer with your Python code in a single fenced block that starts with ```python."
@@ -140,12 +140,14 @@ def file_rows(path: str | Path, split: str = "train",
     return rows
 
 
-def load(source: str, split: str | None = None, file: str | None = None) -> list[dict[str, Any]]:
-    """The rows of a named dataset or a file (``swe`` takes its instances from ``file``)."""
+def load(source: str, split: str | None = None, file: str | None = None,
+         episode: EpisodeLoop | None = None) -> list[dict[str, Any]]:
+    """The rows of a named dataset or a file (``swe`` takes its instances from ``file``, as episodes of the
+    ``episode`` loop when given)."""
     if source == "swe":
         if file is None:
             raise ConfigurationError("swe: no file given. Fix: deepgym datasets swe FILE -o train.parquet")
-        return file_rows(file, split or "train", verl_row)
+        return file_rows(file, split or "train", lambda record, index, part: verl_row(record, index, part, episode))
     if source in NAMES:
         return humaneval_rows(split or "test")
     return file_rows(source, split or "train")

@@ -170,16 +170,38 @@ PROMPT = ("{problem_statement}\n\nThe repository {repo} is checked out at commit
           "a single fenced block that starts with ```diff. Do not change the tests.\n")
 
 
-def verl_row(row: Mapping[str, Any], index: int, split: str = "train") -> dict[str, Any]:
+EPISODE_PROMPT = ("{problem_statement}\n\nThe repository {repo} is checked out at commit {base_commit} in your "
+                  "working directory. Fix the issue above by editing the code with the {tool} tool; do not change "
+                  "the tests. Your changes are graded when you stop calling the tool.\n")
+
+
+@dataclass(frozen=True)
+class EpisodeLoop:
+    """How a trainer's agent loop plays an instance as an episode: the loop's name (``agent_name``) and its
+    tool's, whose ``create_kwargs`` carry the instance (``swe_instance``)."""
+
+    agent_name: str
+    tool_name: str
+
+
+def verl_row(row: Mapping[str, Any], index: int, split: str = "train",
+             episode: EpisodeLoop | None = None) -> dict[str, Any]:
     """The instance in ``row`` as a verl row (``data_source: swe``, the instance's fields as JSON text in
-    ``ground_truth``), for the single-turn way in. Raises ConfigurationError naming the malformed field."""
+    ``ground_truth``): single-turn, or with ``episode`` an episode of that agent loop. Raises
+    ConfigurationError naming the malformed field."""
     row = {key: _plain(value) for key, value in row.items()}
     spec = instance(row)
-    prompt = PROMPT.format(problem_statement=spec.problem_statement, repo=spec.repo or "in the image",
-                           base_commit=spec.base_commit)
-    return {"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": prompt}], "ability": "coding",
-            "reward_model": {"style": "rule", "ground_truth": json.dumps(row, default=str)},
+    truth = json.dumps(row, default=str)
+    fields = {"problem_statement": spec.problem_statement, "repo": spec.repo or "in the image",
+              "base_commit": spec.base_commit}
+    prompt = PROMPT.format(**fields) if episode is None else EPISODE_PROMPT.format(**fields, tool=episode.tool_name)
+    verl = {"data_source": DATA_SOURCE, "prompt": [{"role": "user", "content": prompt}], "ability": "coding",
+            "reward_model": {"style": "rule", "ground_truth": truth},
             "extra_info": {"split": split, "index": index, "source_id": spec.instance_id}}
+    if episode is not None:
+        verl["agent_name"] = episode.agent_name
+        verl["extra_info"]["tools_kwargs"] = {episode.tool_name: {"create_kwargs": {"swe_instance": truth}}}
+    return verl
 
 
 def parse_ground_truth(ground_truth: Any) -> Mapping[str, Any]:

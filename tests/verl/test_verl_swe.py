@@ -65,3 +65,27 @@ def test_a_malformed_instance_names_its_record_and_field(tmp_path):
            "PASS_TO_PASS": "[]", "problem_statement": "p", "image_name": "img:1"}
     failed = datasets_cli("swe", str(write_rows(tmp_path, [row])), "-o", str(tmp_path / "out.parquet"))
     assert failed.returncode != 0 and "record 0: FAIL_TO_PASS: is empty" in failed.stderr
+
+
+def test_episode_rows_are_played_by_deepgyms_agent_loop(tmp_path, tmp_path_factory):
+    """`--episodes` rows, read back by verl's RLHFDataset, played by deepgym_agent with a scripted model that fixes
+    the bug through the shell tool: the final diff earns 1.0; a model that changes nothing earns 0."""
+    from omegaconf import OmegaConf
+    from test_verl_session_loop import Server, call, run_episode, session_config
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    ensure_images("row_python")
+    instance = instance_rows(tmp_path_factory.mktemp("swe-instances"))["calc"]
+    written = datasets_cli("swe", str(write_rows(tmp_path, [instance])), "--episodes", "-o", str(tmp_path / "ep.parquet"))
+    assert written.returncode == 0, written.stderr
+    config = OmegaConf.create({"max_prompt_length": 1024, "cache_dir": str(tmp_path / "cache")})
+    row = dict(RLHFDataset(str(tmp_path / "ep.parquet"), LineTokenizer(), config)[0])
+    assert row["agent_name"] == "deepgym_agent"
+
+    fixing = Server(call("grep -n 'a - b' calc/ops.py"), call("sed -i 's/a - b/a + b/' calc/ops.py"), "Fixed.")
+    output = run_episode(session_config(use_v1=True), row, fixing)
+    assert output.reward_score == 1.0, output.extra_fields
+    idle = Server(call("git status --short"), "Nothing to change.")
+    output = run_episode(session_config(use_v1=True), row, idle)
+    assert output.reward_score == 0.0
+    assert output.extra_fields["reward_extra_info"]["error_type"] == "invalid_patch"
