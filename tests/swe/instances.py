@@ -6,6 +6,8 @@ their repository in /testbed.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,9 +70,16 @@ STOCK = Spec(
 SPECS = (CALC, SLUG, STOCK)
 
 
+# Fixed authors and dates: the same repository, commit hashes included, in every test session, so that two
+# sessions on one engine (which share the images' tags) agree on each instance's base_commit.
+GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+
+
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env=GIT_ENV).stdout
 
 
 def _write(repo: Path, files: dict[str, str]) -> None:
@@ -87,6 +96,14 @@ def _diff(repo: Path, files: dict[str, str]) -> str:
     _git(repo, "reset", "-q", "--hard")
     _git(repo, "clean", "-qfd")
     return diff
+
+
+FIXTURE_LABEL = "org.deepgym.test-fixture"
+
+
+def _inspect(image: str, template: str) -> str:
+    found = subprocess.run(["docker", "image", "inspect", "-f", template, image], capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ""
 
 
 def build_instance(spec: Spec, folder: Path, tag: str, base_image: str) -> dict[str, Any]:
@@ -108,11 +125,15 @@ def build_instance(spec: Spec, folder: Path, tag: str, base_image: str) -> dict[
         _write(repo, spec.later)
         _git(repo, "add", "-A")
         _git(repo, "commit", "-qm", "later work")
+    # Built only when the tag holds another repository or base: the layers deepgym made on it stay current.
+    base_id = _inspect(base_image, "{{.Id}}")
+    made_of = hashlib.sha256(repr((spec, base_id)).encode()).hexdigest()[:16]
     dockerfile = (f"FROM {base_image}\nCOPY {spec.name} {spec.repo_dir}\nWORKDIR {spec.repo_dir}\n"
-                  f"ENTRYPOINT []\nCMD [\"sleep\", \"infinity\"]\n")
+                  f"LABEL {FIXTURE_LABEL}={made_of}\nENTRYPOINT []\nCMD [\"sleep\", \"infinity\"]\n")
     (folder / f"{spec.name}.Dockerfile").write_text(dockerfile)
-    subprocess.run(["docker", "build", "-q", "-t", tag, "-f", str(folder / f"{spec.name}.Dockerfile"), str(folder)],
-                   check=True, capture_output=True, text=True)
+    if _inspect(tag, f'{{{{index .Config.Labels "{FIXTURE_LABEL}"}}}}') != made_of:
+        subprocess.run(["docker", "build", "-q", "-t", tag, "-f", str(folder / f"{spec.name}.Dockerfile"),
+                        str(folder)], check=True, capture_output=True, text=True)
     row = {"instance_id": f"deepgym__{spec.name}-1", "repo": f"deepgym/{spec.name}", "base_commit": base_commit,
            "patch": gold, "test_patch": test_patch, "FAIL_TO_PASS": spec.fail_to_pass,
            "PASS_TO_PASS": spec.pass_to_pass, "problem_statement": f"{spec.name} has a bug; fix it.",

@@ -23,6 +23,8 @@ def test_swe_rows_with_trls_reward_function(tmp_path_factory):
     instance = instance_rows(tmp_path_factory.mktemp("swe-instances"))["calc"]
     row = verl_row(instance, 0)
     reward_fn = make_trl_reward_fn(mode="docker")
+    logged: dict = {}
     rewards = reward_fn([f"```diff\n{instance['patch']}```", "no diff here"], data_source=[row["data_source"]] * 2,
-                        reward_model=[row["reward_model"]] * 2)
-    assert rewards == [1.0, 0.0]
+                        reward_model=[row["reward_model"]] * 2, log_extra=logged.__setitem__)
+    assert rewards == [1.0, 0.0], logged
+    assert list(logged.values()) == [["", "invalid_patch"]]
