@@ -122,7 +122,7 @@ class AsyncFaces:
                 job.cancel()
             raise
 
-    def asession(self, env: str | Environment, variant: int = 0) -> AsyncSession:
+    def asession(self, env: str | Environment | RowTask, variant: int = 0) -> AsyncSession:
         """:meth:`session` for a coroutine: an async context manager returning an :class:`AsyncSession`, whose
         ``start``, ``step``, ``score`` and ``close`` are awaited."""
         return AsyncSession(self.session(env, variant), self.admission, lambda: self._executor("sessions"))

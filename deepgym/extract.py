@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .runner.diff import HUNK_HEADER
+from .runner.protocol import DIFF_KINDS
 
 if TYPE_CHECKING:
     from .environments import Environment
@@ -200,6 +201,6 @@ def extract_patch(response: str, *, reasoning: str = "auto") -> str | None:
 def submission(env: Environment, response: str, reasoning: str = "auto") -> str | None:
     """What judging ``response`` in ``env`` runs, by the rules above: the diff of a patch task, else the code;
     None when there is nothing to run. The sync and the async path both ask it, once per sample."""
-    if env.kind == "patch":
+    if env.kind in DIFF_KINDS:
         return extract_patch(response, reasoning=reasoning)
     return extract_code(response, entry_point=env.entry_point, reasoning=reasoning)

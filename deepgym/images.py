@@ -53,7 +53,7 @@ def bake_target(name: str, context: str, kind: str = "function") -> str:
             f'  tags     = [image("{name}")]\n  labels   = environment_labels("{name}")\n}}\n')
 
 
-def _folder_digest(digest: hashlib._Hash, root: Path, folder: Path) -> None:
+def folder_digest(digest: hashlib._Hash, root: Path, folder: Path) -> None:
     for path in sorted(folder.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -65,15 +65,15 @@ def content_hash(name: str) -> str:
     is built from (a desktop environment's include images/desktop). Cached per process. It is also the tag ``deepgym images push`` gives the image."""
     root = bundle_root()
     digest = hashlib.sha256()
-    _folder_digest(digest, root, root / "images" / "base")
-    _folder_digest(digest, root, root / "deepgym" / "runner")
+    folder_digest(digest, root, root / "images" / "base")
+    folder_digest(digest, root, root / "deepgym" / "runner")
     if name in SERVICE_IMAGES or name in RUNTIME_IMAGES:
-        _folder_digest(digest, root, root / "images" / name)
+        folder_digest(digest, root, root / "images" / name)
     elif name != BASE:
         env = load_environment(name)
         if env.kind == "desktop":
-            _folder_digest(digest, root, root / "images" / DESKTOP)
-        _folder_digest(digest, env.path.parent, env.path)
+            folder_digest(digest, root, root / "images" / DESKTOP)
+        folder_digest(digest, env.path.parent, env.path)
     return digest.hexdigest()[:16]
 
 

@@ -28,10 +28,12 @@ from .shutdown import requested as shutdown_requested
 from .admission import Admission, AdmissionCancelled
 from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
 
+from .swe_images import ensure as ensure_layer
+from .errors import ImageBuildError
 from .images import HASH_LABEL, content_hash, hash_status, image_name
 from .registration import registered_name
 from .runner.protocol import Request
-from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec
+from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec, StartFailure
 from .sandbox.base import IMAGE_RUNNER
 from .verdict import RunFacts
 
@@ -98,13 +100,14 @@ class Images:
             known = self._resolved.get(ref)
         if known is not None:
             return known
+        layered = self._layered(env) if env.instance_image is not None else None
         try:
             image = provider.image(ref)
         except ImageMissing:
             fix = f"pull it with `docker pull {ref}`" if env.id in self.pinned else \
                 f"build it with `deepgym images build {env.id}`"
             raise ImageMissing(f"{ref} is not on the engine; {fix}") from None
-        status = hash_status(image.labels.get(HASH_LABEL), content_hash(env.id))
+        status = hash_status(image.labels.get(HASH_LABEL), layered or content_hash(env.id))
         if status == "stale" and not self.allow_stale_image:
             rebuild = f"`deepgym images build {env.id}`" + (
                 f" and push it again (`deepgym images push --registry R {env.id}`)" if env.id in self.pinned else "")
@@ -124,6 +127,14 @@ class Images:
         ``allow_stale_image`` says, since no one here could see it), nothing for one whose image id was
         checked here."""
         return {HASH_LABEL: content_hash(env.id)} if provider.images_elsewhere else {}
+
+    @staticmethod
+    def _layered(env: Environment) -> str:
+        """The content hash of an SWE-style environment's layer, built now if missing or stale (on first use)."""
+        try:
+            return ensure_layer(env)
+        except ImageBuildError as exc:
+            raise StartFailure(f"deepgym's runner could not be layered onto {env.instance_image}: {exc}") from None
 
     def _registered(self, provider: Provider, env: Environment) -> tuple[str, str]:
         """(image id, status) of ``env``'s image as registered with ``provider`` under its content-hash name

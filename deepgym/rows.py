@@ -193,7 +193,8 @@ def _code(text: Any, field: str) -> str:
     return text
 
 
-def _options(reward_kwargs: Mapping[str, Any]) -> tuple[str, Limits]:
+def row_options(reward_kwargs: Mapping[str, Any], defaults: Limits = ROW_LIMITS) -> tuple[str, Limits]:
+    """The scoring and limits that ``reward_kwargs`` choose over ``defaults``. Raises ConfigurationError."""
     from .environments import LIMIT_RANGES
 
     scoring = reward_kwargs.get("scoring", "all_or_nothing")
@@ -210,7 +211,7 @@ def _options(reward_kwargs: Mapping[str, Any]) -> tuple[str, Limits]:
             raise _bad(f"reward_kwargs.{key}", f"{value!r} is not {'an integer' if whole else 'a number'} from "
                        f"{low:g} to {high:g}", "give a value in that range")
         values[key] = int(value) if whole else float(value)
-    limits = ROW_LIMITS.replace(**values)
+    limits = defaults.replace(**values)
     if limits.total_cpu_s < limits.case_cpu_s:
         raise _bad("reward_kwargs.total_cpu_s", f"{limits.total_cpu_s:g} is below case_cpu_s ({limits.case_cpu_s:g})",
                    "make the total CPU limit at least the per-case limit")
@@ -381,7 +382,7 @@ def row_task(data_source: str, ground_truth: Any, reward_kwargs: Mapping[str, An
         raise ConfigurationError(f"data_source: {data_source!r} names no row format. Fix: use one of "
                                  f"{', '.join(sorted(ALIASES))}")
     try:
-        scoring, limits = _options(reward_kwargs or {})
+        scoring, limits = row_options(reward_kwargs or {})
         if isinstance(ground_truth, str):
             return _cached(data_source, ground_truth, scoring, limits)
         return _build(data_source, ground_truth, scoring, limits)

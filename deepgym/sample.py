@@ -15,7 +15,7 @@ from .extract import submission
 from .judging import isolation_for
 from .outcome import Verdict
 from .rows import RowTask
-from .runner.protocol import Request
+from .runner.protocol import DIFF_KINDS, Request
 from .sandbox import Provider
 from .verdict import zero
 
@@ -41,8 +41,8 @@ def prepare(task: str | Environment | RowTask, response: str, *, provider: Provi
                          f"0 to {env.variants - 1}")
     code = submission(env, response, reasoning)
     if code is None:
-        error_type = "invalid_patch" if env.kind == "patch" else "no_code_block"
-        return zero(error_type, f"the response has no {'diff' if env.kind == 'patch' else 'fenced code block'}, "
+        error_type = "invalid_patch" if env.kind in DIFF_KINDS else "no_code_block"
+        return zero(error_type, f"the response has no {'diff' if env.kind in DIFF_KINDS else 'fenced code block'}, "
                                 "so nothing was run", environment=env.id, runtime=provider.name, variant=variant)
     request = Request(nonce=secrets.token_hex(16), kind=env.kind, submission=code, entry_point=env.entry_point,
                       variant=variant, scoring=env.scoring, limits=env.limits, tests=row.tests if row is not None else None)

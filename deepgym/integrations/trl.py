@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..accounting import NoVerdictMonitor
 from ..errors import ConfigurationError
-from ..rows import ALIASES, RowTask, is_row_source, row_task
+from ..row_sources import SOURCES, dataset_task, is_dataset_source
+from ..rows import RowTask
 from .verl import check_mode, get_client, get_environment, verl_rows
 
 if TYPE_CHECKING:
@@ -128,15 +129,15 @@ class _Scorer:
         envs: list[str | Environment | RowTask] = []
         chosen: list[int] = []
         for i in range(n):
-            if not (self.environment or columns[i] or infos[i].get("environment")) and is_row_source(sources[i]):
-                envs.append(row_task(sources[i], truths[i]))
+            if not (self.environment or columns[i] or infos[i].get("environment")) and is_dataset_source(sources[i]):
+                envs.append(dataset_task(sources[i], truths[i]))
                 chosen.append(0)
                 continue
             if not _missing(truths[i]) and truths[i] != "":
                 raise ConfigurationError(f"ground_truth: the row carries tests, but it is judged in environment "
                                          f"{str(self.environment.id if self.environment else columns[i] or sources[i])!r}"
                                          f", whose hidden tests are in its image. Fix: leave ground_truth empty, or "
-                                         f"name a row format as data_source (one of {', '.join(sorted(ALIASES))})")
+                                         f"name a row format as data_source (one of {', '.join(SOURCES)})")
             env = self.environment or columns[i] or infos[i].get("environment") or sources[i]
             if not env:
                 raise ValueError(f"{self.name} needs the environment: pass env= or give the dataset an "

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..accounting import NoVerdictMonitor
 from ..extract import check_reasoning
-from ..rows import RowTask, is_row_source, row_task
+from ..row_sources import dataset_task, is_dataset_source
+from ..rows import RowTask
 from ..sandbox import MODES
 from ..verdict import NoVerdictError
 
@@ -283,8 +284,8 @@ def _reward(outcome: Any) -> dict[str, Any]:
 def _target(data_source: Any, ground_truth: Any, extra_info: Any, kwargs: Mapping[str, Any]
             ) -> tuple[str | RowTask, int]:
     """What a row is judged in, and its variant: the row's own tests for a row format, else its environment."""
-    if not (isinstance(extra_info, Mapping) and extra_info.get("environment")) and is_row_source(data_source):
-        return row_task(data_source, ground_truth, kwargs), 0
+    if not (isinstance(extra_info, Mapping) and extra_info.get("environment")) and is_dataset_source(data_source):
+        return dataset_task(data_source, ground_truth, kwargs), 0
     return _environment_and_variant(data_source, extra_info)
 
 

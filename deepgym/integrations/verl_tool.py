@@ -44,6 +44,8 @@ from verl.utils.rollout_trace import rollout_trace_op
 
 from ..aio import AsyncSession
 from ..outcome import NoVerdictError, Outcome
+from ..rows import RowTask
+from ..swe import swe_task
 from ..session import Observation
 from ..session.rules import cut_output
 from ..verdict import zero
@@ -94,13 +96,16 @@ class Episode:
     def over(self) -> bool:
         return self.failure is not None or (self.session is not None and self.session.done)
 
-    async def start(self, environment: str, variant: int) -> Observation:
-        env = dgverl.get_environment(environment)
+    async def start(self, environment: str | RowTask, variant: int) -> Observation:
+        """Start the episode of a named environment, or of an SWE-style instance's task."""
+        task = environment if isinstance(environment, RowTask) else None
+        env = task.environment if task is not None else dgverl.get_environment(environment)
         if self.max_output_chars and env.session is not None:
             limits = dataclasses.replace(env.session, output_chars=min(env.session.output_chars, self.max_output_chars))
             env = dataclasses.replace(env, session=limits)
         client = dgverl.get_client(self.mode, allow_local=True if self.mode == "local" and self.allow_local else None)
-        self.session = client.asession(env, variant)  # over a DesktopSession for a desktop env
+        # over a DesktopSession for a desktop env, an SweSession for an instance
+        self.session = client.asession(env if task is None else dataclasses.replace(task, environment=env), variant)
         self.kind = env.kind
         return await self.session.start()
 
@@ -168,8 +173,11 @@ class DeepGymSessionTool(BaseTool):
                     "required": ["command"]},
             }})
 
-    def _row_settings(self, agent_data: Any) -> tuple[str, int]:
+    def _row_settings(self, agent_data: Any) -> tuple[str | RowTask, int]:
+        """The row's environment and variant, or its SWE-style instance (``create_kwargs.swe_instance``)."""
         kwargs = ((getattr(agent_data, "tools_kwargs", None) or {}).get(self.name) or {}).get("create_kwargs") or {}
+        if kwargs.get("swe_instance") is not None:
+            return swe_task(kwargs["swe_instance"]), 0
         environment = kwargs.get("environment", self.environment)
         if not environment:
             raise ValueError(f"no environment for tool {self.name!r}: set extra_info.tools_kwargs.{self.name}."

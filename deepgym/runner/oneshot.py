@@ -23,7 +23,7 @@ from .confine.container import Container
 from .confine.processes import Processes
 from .confine.usage import BrokenTests, HostOverloaded, RunnerStalled
 from .confine.workspace import Workspace
-from .protocol import DONE, HEARTBEAT, HEARTBEAT_S, IN_PLAY, REPORT, REQUIRED_FILES, SCORINGS, STARTED, Request, event_line
+from .protocol import DIFF_KINDS, DONE, HEARTBEAT, HEARTBEAT_S, IN_PLAY, REPORT, REQUIRED_FILES, SCORINGS, STARTED, Request, event_line
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 # Each kind's module, whose ``judge(request, env_dir, processes, workspace, on_in_play, fail_fast)`` returns (case
 # results, number of cases, submission CPU seconds). Imported for the kind at hand only: a function task's
 # runner never pays for the program, patch and row judges' imports.
-JUDGES = {"function": ".kinds.function", "program": ".kinds.program", "patch": ".kinds.patch", "row": ".kinds.rows"}
+JUDGES = {"function": ".kinds.function", "program": ".kinds.program", "patch": ".kinds.patch", "row": ".kinds.rows",
+          "swe": ".kinds.swe"}
 
 
 def environment_problem(env_dir: str, kind: str, confinement: Container | Local) -> str | None:
@@ -146,7 +147,7 @@ def run(request: Request, env_dir: str, confinement: Container | Local, scratch_
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
     processes = Processes(confinement, request.uid, request.applier, workers)
     processes.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
-    workspace = Workspace.create(processes, request.scratch, scratch_root, applier=request.kind == "patch")
+    workspace = Workspace.create(processes, request.scratch, scratch_root, applier=request.kind in DIFF_KINDS)
     if isinstance(workspace, str):
         return no_verdict("verifier_error", f"the request's scratch directory: {workspace}")
     started = time.monotonic()

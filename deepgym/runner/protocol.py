@@ -41,6 +41,8 @@ SERVE_MARKER = "@@deepgym-serve"
 # Where an environment image keeps its hidden tests (root-only).
 DEFAULT_ENV_DIR = "/opt/deepgym/env"
 KINDS = ("function", "program", "patch")
+# The kinds whose submission is a unified diff: a baked repository's, or a SWE-style instance image's.
+DIFF_KINDS = ("patch", "swe")
 # Every kind of environment: the runner's judged kinds, and multi-turn sessions (deepgym/runner/episode/verify.py).
 ENVIRONMENT_KINDS = (*KINDS, "session", "desktop")
 # What each kind's hidden tests hold (an environment's tests/ folder, /opt/deepgym/env in the image).

@@ -157,18 +157,26 @@ class ShellActions:
         return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
                 + services + HOST_GRACE_S)
 
+    def runner_argv(self) -> tuple[str, ...]:
+        """The in-sandbox session runner's command line (``setup`` or ``verify`` follows it)."""
+        return self.runner.argv
+
+    def runner_request(self, episode: Episode, nonce: str) -> dict[str, Any]:
+        """The session runner's request (:class:`deepgym.runner.episode.verify.SessionRequest`)."""
+        env = episode.env
+        return {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": self.workspace,
+                "variant": episode.variant, "verify_timeout_s": episode.limits.verify_timeout_s,
+                "probe_timeout_s": PROBE_TIMEOUT_S, "services": [service.to_request() for service in env.services],
+                **self.runner.request_fields(str(env.tests_dir), str(env.path / "start"))}
+
     def session_runner(self, episode: Episode, sandbox: Sandbox, command: str, *,
                         timeout_s: float) -> tuple[dict[str, Any] | None, bool, bool]:
         """Run the in-sandbox session runner: (its one report or None, whether it said ``in_play``, whether the
         host's deadline killed it). Raises SandboxError when the sandbox had no room to run it."""
-        env = episode.env
         nonce = secrets.token_hex(16)
-        request = {"nonce": nonce, "agent_uid": AGENT_UID, "verifier_uid": VERIFIER_UID, "workspace": self.workspace,
-                   "variant": episode.variant, "verify_timeout_s": episode.limits.verify_timeout_s,
-                   "probe_timeout_s": PROBE_TIMEOUT_S, "services": [service.to_request() for service in env.services],
-                   **self.runner.request_fields(str(env.tests_dir), str(env.path / "start"))}
-        options = ExecOptions(stdin=json.dumps(request).encode(), timeout_s=timeout_s, user=self.runner.user(0))
-        result = sandbox.exec([*self.runner.argv, command], options)
+        options = ExecOptions(stdin=json.dumps(self.runner_request(episode, nonce)).encode(), timeout_s=timeout_s,
+                              user=self.runner.user(0))
+        result = sandbox.exec([*self.runner_argv(), command], options)
         if result.exit_code is None and not result.timed_out:
             raise SandboxLost("the session runner vanished without an exit status")
         events = parse_events(result.stdout, nonce)

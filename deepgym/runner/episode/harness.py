@@ -9,11 +9,11 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..confine.processes import Processes
 from ..confine.supervise import Supervised
-from ..protocol import finite_score
+from ..protocol import DONE, REPORT, event_line, finite_score
 
 # Two scans this far apart must both show no live process of the agent's uid.
 QUIET_RECHECK_S = 0.05
@@ -156,4 +156,35 @@ def no_room(problem: str, scratch: str) -> dict[str, Any]:
 def _write(path: str, data: bytes) -> int:
     with open(path, "wb") as f:
         f.write(data)
+    return 0
+
+
+def serve_command(module: str, argv: list[str], parse: Callable[[bytes], Any], nonce: Callable[[Any], str],
+                  act: Callable[[Any, str, Callable[..., None]], dict[str, Any]]) -> int:
+    """The main of an in-sandbox episode side (``setup|verify``, one JSON request on stdin): ``parse`` reads the
+    request (ValueError, TypeError, KeyError: unreadable, exit 2), ``act(request, command, emit)`` gives the
+    report, and the events (``in_play`` from ``act``, one ``report``, ``done``) go to stdout under the request's
+    ``nonce``. A failure of ours is ``verifier_error``, never the agent's."""
+    if argv not in (["setup"], ["verify"]):
+        print(f"usage: python3 -m {module} setup|verify < request.json", file=sys.stderr)
+        return 2
+    try:
+        request = parse(sys.stdin.buffer.read())
+        said = nonce(request)
+    except (ValueError, TypeError, KeyError) as exc:
+        print(f"{module}: unreadable request: {exc}", file=sys.stderr)
+        return 2
+
+    def emit(event: str, payload: dict | None = None) -> None:
+        sys.stdout.write(event_line(said, event, payload))
+        sys.stdout.flush()
+
+    try:
+        report = act(request, argv[0], emit)
+    except Exception:  # noqa: BLE001 - a failure of ours is never the agent's
+        import traceback
+
+        report = {"error_type": "verifier_error", "details": f"{module} failed:\n" + traceback.format_exc(limit=8)}
+    emit(REPORT, {"report": report})
+    emit(DONE, {"wall_s": 0.0, "runner_cpu_s": round(time.process_time(), 3), "submission_cpu_s": 0.0})
     return 0

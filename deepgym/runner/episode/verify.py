@@ -36,8 +36,6 @@ import json
 import os
 import shutil
 import sys
-import time
-import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +43,9 @@ from ..confine.container import Container
 from ..confine.local import Local
 from ..confine.processes import Processes
 from ..confine.procfs import process_uid
-from ..protocol import DONE, IN_PLAY, MIN_UID, REPORT, event_line
+from ..protocol import IN_PLAY, MIN_UID
 from . import entrypoint, script, services
-from .harness import no_room, quiesce, release, run, run_verifier, verifier_folder, verifier_report
+from .harness import no_room, quiesce, release, run, run_verifier, serve_command, verifier_folder, verifier_report
 
 ENV_DIR = "/opt/deepgym/env"
 START_DIR = "/opt/deepgym/start"
@@ -275,36 +273,17 @@ def _with_services(report: dict[str, Any], found: dict[str, Any] | None) -> dict
     return {**report, "cases": cases + list(report.get("cases", []))}
 
 
+def _act(request: SessionRequest, command: str, emit) -> dict[str, Any]:
+    confinement = Local() if request.unconfined else Container()
+    problem = request.problem() or confinement.drop_privileges()
+    if problem is not None:
+        return {"error_type": "verifier_error", "details": problem}
+    return setup(request, confinement) if command == "setup" else verify(request, confinement, emit)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv not in (["setup"], ["verify"]):
-        print("usage: python3 -m deepgym_runner.episode.verify setup|verify < request.json", file=sys.stderr)
-        return 2
-    try:
-        request = SessionRequest(**json.loads(sys.stdin.buffer.read()))
-    except (ValueError, TypeError) as exc:
-        print(f"deepgym_runner.episode.verify: unreadable request: {exc}", file=sys.stderr)
-        return 2
-
-    def emit(event: str, payload: dict | None = None) -> None:
-        sys.stdout.write(event_line(request.nonce, event, payload))
-        sys.stdout.flush()
-
-    try:
-        confinement = Local() if request.unconfined else Container()
-        problem = request.problem() or confinement.drop_privileges()
-        if problem is not None:
-            report: dict[str, Any] = {"error_type": "verifier_error", "details": problem}
-        elif argv == ["setup"]:
-            report = setup(request, confinement)
-        else:
-            report = verify(request, confinement, emit)
-    except Exception:  # noqa: BLE001 - a failure of ours is never the agent's
-        report = {"error_type": "verifier_error",
-                  "details": "the session runner failed:\n" + traceback.format_exc(limit=8)}
-    emit(REPORT, {"report": report})
-    emit(DONE, {"wall_s": 0.0, "runner_cpu_s": round(time.process_time(), 3), "submission_cpu_s": 0.0})
-    return 0
+    return serve_command("deepgym_runner.episode.verify", sys.argv[1:] if argv is None else argv,
+                         lambda raw: SessionRequest(**json.loads(raw)), lambda request: request.nonce, _act)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def _pytest_config(pyproject: bytes | None) -> Any:
     return {key: value for key, value in tool.items() if key.startswith("pytest")}
 
 
-def _tree(root: Path) -> dict[str, bytes | str]:
+def _tree(root: Path, max_entries: int = MAX_TREE_ENTRIES) -> dict[str, bytes | str]:
     """Every entry under ``root``: file contents, or "dir" / "symlink", walked without recursion."""
     entries: dict[str, bytes | str] = {}
     stack = [root]
@@ -112,8 +112,8 @@ def _tree(root: Path) -> dict[str, bytes | str]:
         folder = stack.pop()
         with os.scandir(folder) as listing:
             for entry in listing:
-                if len(entries) >= MAX_TREE_ENTRIES:
-                    raise Rejected(f"the patched tree has more than {MAX_TREE_ENTRIES} entries")
+                if len(entries) >= max_entries:
+                    raise Rejected(f"the patched tree has more than {max_entries} entries")
                 relative = os.path.relpath(entry.path, root)
                 if entry.is_symlink():
                     entries[relative] = "symlink"
@@ -125,12 +125,13 @@ def _tree(root: Path) -> dict[str, bytes | str]:
     return entries
 
 
-def verify_tree(original: Path, hidden: Path, applied: Path, named: set[str]) -> str | None:
+def verify_tree(original: Path, hidden: Path, applied: Path, named: set[str],
+                max_entries: int = MAX_TREE_ENTRIES) -> str | None:
     """Why the applied tree is not the original one, with the hidden tests restored, plus changes to the
     files the diff names; or None."""
     restored = _tree(hidden)
-    expected = {**_tree(original), **restored}
-    actual = _tree(applied)
+    expected = {**_tree(original, max_entries), **restored}
+    actual = _tree(applied, max_entries)
     for path in sorted(set(expected) | set(actual)):
         if expected.get(path) == actual.get(path):
             continue
@@ -161,16 +162,33 @@ def _stage(env_dir: str, scratch_root: str, diff: bytes) -> Path:
         else:
             (stage / name).mkdir()
     (stage / "patch.diff").write_bytes(diff)
+    make_readable(stage)
+    return stage
+
+
+def make_readable(stage: Path) -> None:
+    """Make the root-owned ``stage`` readable (not writable) by the applier."""
     for root, _dirs, names in os.walk(stage):
         os.chmod(root, 0o755)
         for name in names:
             path = os.path.join(root, name)
             if not os.path.islink(path):
                 os.chmod(path, 0o644 | (stat.S_IMODE(os.stat(path).st_mode) & 0o111))
-    return stage
 
 
-class _RunFailed(Exception):
+def checked_diff(submission: str, limits: Limits, protected: set[str]) -> tuple[bytes, list[FilePatch]]:
+    """Step 1: the submission's diff, parsed (its bytes and files), refused when it touches test
+    infrastructure or the ``protected`` paths. Raises RunFailed."""
+    diff = parse_diff(submission, limits.tmpfs_mb << 20)
+    if isinstance(diff, Fault):
+        raise RunFailed(diff.error_type, diff.message)
+    reason = tampering(diff.files, protected)
+    if reason is not None:
+        raise RunFailed("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
+    return diff.data, diff.files
+
+
+class RunFailed(Exception):
     """The whole run failed at some stage; every listed test and probe fails with this error type."""
 
     def __init__(self, error_type: str, error: str):
@@ -191,7 +209,7 @@ def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_
     try:
         results = _apply_test_and_probe(request, env_dir, processes, workspace, on_in_play, fail_fast, listed,
                                         probes, budget)
-    except _RunFailed as failed:
+    except RunFailed as failed:
         first = {"id": everything[0][1], "passed": False, "input": everything[0][0], "expected": "passed",
                  "actual": None, "error_type": failed.error_type, "error": plain(str(failed)),
                  "cpu_s": round(budget.usage.cpu_s, 4)}
@@ -206,44 +224,16 @@ def _apply_test_and_probe(request, env_dir: str, processes: Processes, workspace
     limits: Limits = request.limits
     hidden_root = Path(env_dir, "hidden")
     protected = {str(p.relative_to(hidden_root)) for p in hidden_root.rglob("*") if p.is_file()}
-    diff = parse_diff(request.submission, limits.tmpfs_mb << 20)
-    if isinstance(diff, Fault):
-        raise _RunFailed(diff.error_type, diff.message)
-    files = diff.files
-    reason = tampering(files, protected)
-    if reason is not None:
-        raise _RunFailed("test_infra_tampering", f"the patch touches test infrastructure: {reason}")
-
-    stage = _stage(env_dir, workspace.runner, diff.data)
+    data, files = checked_diff(request.submission, limits, protected)
+    stage = _stage(env_dir, workspace.runner, data)
     assert workspace.applier is not None, "patch tasks get the applier's folder"
     work = Path(workspace.applier)
     on_in_play()
     try:
-        meter = processes.watch()
-        apply = _spawn(processes, limits, "apply", [str(stage), str(work)], uid=processes.applier_uid)
-        applied = apply.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
-                             output_limit=limits.output_kb * 1024)
-        apply.close()
-        processes.kill_all()
-        budget.spend(applied.usage)
-        if applied.kind != "exited":
-            raise _RunFailed(*failure(applied, "applying the patch", limits))
-        if applied.exit_code != 0:
-            raise _RunFailed("patch_apply_failed", "neither git apply nor patch --fuzz could apply the diff: "
-                             + apply.text("stderr").strip())
-        try:
-            problem = verify_tree(stage / "repo", stage / "hidden", work / "repo",
-                                  {posixpath.normpath(path) for patch in files for path in patch.paths})
-        except Rejected as exc:
-            problem = str(exc)
-        except (OSError, RecursionError, ValueError) as exc:
-            # The tree is what the submission's diff made of the repository.
-            problem = f"the patched tree cannot be verified ({type(exc).__name__}: {exc})"
-        if problem is not None:
-            raise _RunFailed("test_infra_tampering", problem)
+        apply_and_verify(processes, limits, stage, work, files, budget)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    results = _run_tests(processes, limits, work / "repo", listed, budget)
+    results = run_listed_tests(processes, limits, work / "repo", listed, budget)
     if not fail_fast or all(r["passed"] for r in results):
         results += _run_probes(processes, limits, work / "repo", probes, budget, fail_fast)
     if fail_fast and not all(r["passed"] for r in results):
@@ -251,7 +241,35 @@ def _apply_test_and_probe(request, env_dir: str, processes: Processes, workspace
     return results
 
 
-def _spawn(processes: Processes, limits: Limits, mode: str, args: list[str], *, uid: int | None = None,
+
+def apply_and_verify(processes: Processes, limits: Limits, stage: Path, work: Path, files: list[FilePatch],
+                     budget: Budget, max_entries: int = MAX_TREE_ENTRIES) -> None:
+    """Step 2 and 3: the applier applies ``stage``/patch.diff to a copy of ``stage``/repo in ``work``/repo and
+    restores ``stage``/hidden over it; the runner then verifies the tree. Raises RunFailed."""
+    meter = processes.watch()
+    apply = spawn_worker(processes, limits, "apply", [str(stage), str(work)], uid=processes.applier_uid)
+    applied = apply.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
+                         output_limit=limits.output_kb * 1024)
+    apply.close()
+    processes.kill_all()
+    budget.spend(applied.usage)
+    if applied.kind != "exited":
+        raise RunFailed(*failure(applied, "applying the patch", limits))
+    if applied.exit_code != 0:
+        raise RunFailed("patch_apply_failed", "neither git apply nor patch --fuzz could apply the diff: "
+                        + apply.text("stderr").strip())
+    try:
+        problem = verify_tree(stage / "repo", stage / "hidden", work / "repo",
+                              {posixpath.normpath(path) for patch in files for path in patch.paths}, max_entries)
+    except Rejected as exc:
+        problem = str(exc)
+    except (OSError, RecursionError, ValueError) as exc:
+        # The tree is what the submission's diff made of the repository.
+        problem = f"the patched tree cannot be verified ({type(exc).__name__}: {exc})"
+    if problem is not None:
+        raise RunFailed("test_infra_tampering", problem)
+
+def spawn_worker(processes: Processes, limits: Limits, mode: str, args: list[str], *, uid: int | None = None,
            channel: tuple[int, int] | None = None, cwd: str = "/") -> Supervised:
     argv = [sys.executable, "-I", "-B", "-m", WORKER, mode, str(limits.memory_mb),
             str(limits.nofile), str(math.ceil(limits.case_cpu_s) + 1), *args]
@@ -264,13 +282,9 @@ def _spawn(processes: Processes, limits: Limits, mode: str, args: list[str], *, 
     return Supervised(processes, proc, channel_fd=channel[0] if channel else None)
 
 
-def _run_tests(processes: Processes, limits: Limits, repo: Path, listed: list[tuple[str, str]],
-               budget: Budget) -> list[dict[str, Any]]:
-    """pytest on the listed node ids as the submission's user, graded from the trusted plugin's report."""
-    channel = os.pipe()
-    meter = processes.watch()
-    run = _spawn(processes, limits, "pytest", [str(repo), str(channel[1]), *(node for _, node in listed)],
-                 channel=channel, cwd=str(repo))
+def run_test_process(processes: Processes, limits: Limits, run: Supervised, meter: Any, budget: Budget) -> Any:
+    """Wait for the test process ``run`` (watched by ``meter``) under the case limits, then clear its processes.
+    Returns its outcome; raises RunFailed when it did not exit by itself."""
     try:
         outcome = run.wait(meter, for_line=False, cpu_limit_s=limits.case_cpu_s, wall_limit_s=limits.case_wall_s,
                            output_limit=limits.output_kb * 1024)
@@ -279,15 +293,26 @@ def _run_tests(processes: Processes, limits: Limits, repo: Path, listed: list[tu
         processes.kill_all()
     budget.spend(outcome.usage)
     if outcome.kind != "exited":
-        raise _RunFailed(*failure(outcome, "running the tests", limits))
+        raise RunFailed(*failure(outcome, "running the tests", limits))
+    return outcome
+
+
+def run_listed_tests(processes: Processes, limits: Limits, repo: Path, listed: list[tuple[str, str]],
+                     budget: Budget) -> list[dict[str, Any]]:
+    """pytest on the listed node ids as the submission's user, graded from the trusted plugin's report."""
+    channel = os.pipe()
+    meter = processes.watch()
+    run = spawn_worker(processes, limits, "pytest", [str(repo), str(channel[1]), *(node for _, node in listed)],
+                       channel=channel, cwd=str(repo))
+    outcome = run_test_process(processes, limits, run, meter, budget)
     report = channels.test_results(bytes(run.channel), {node for _, node in listed})
     if isinstance(report, Fault):
-        raise _RunFailed(report.error_type, report.message)
+        raise RunFailed(report.error_type, report.message)
     if not report.collected or report.exitstatus is None:
-        raise _RunFailed("solution_error", f"the test suite never ran to the end (pytest {outcome.detail}); "
+        raise RunFailed("solution_error", f"the test suite never ran to the end (pytest {outcome.detail}); "
                          f"output: {run.text('stdout')[-500:]}")
     if report.exitstatus != outcome.exit_code:
-        raise _RunFailed("solution_error", f"pytest's exit status ({outcome.exit_code}) disagrees with its report "
+        raise RunFailed("solution_error", f"pytest's exit status ({outcome.exit_code}) disagrees with its report "
                          f"({report.exitstatus})")
     results = []
     for group, node in listed:
@@ -299,7 +324,7 @@ def _run_tests(processes: Processes, limits: Limits, repo: Path, listed: list[tu
                         "error": None if node_reports else "the test was not run", "cpu_s": 0.0})
     all_passed = all(r["passed"] for r in results)
     if all_passed != (outcome.exit_code == 0):
-        raise _RunFailed("solution_error", f"pytest exited with status {outcome.exit_code} but reported "
+        raise RunFailed("solution_error", f"pytest exited with status {outcome.exit_code} but reported "
                          f"{'every' if all_passed else 'not every'} listed test as passed")
     return results
 
