@@ -175,7 +175,8 @@ class DeepGym(AsyncFaces):
                              infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
                              elapsed_s=time.monotonic() - started)
         outcome = classify(prepared.request, facts, prepared.env.id)
-        self.monitor.record(not outcome.has_verdict, outcome.error_type)
+        self.monitor.record(not outcome.has_verdict, outcome.error_type, reason=getattr(outcome, "reason", None),
+                            environment=prepared.env.id)
         return outcome
 
     def _ready_desktops(self) -> ReadyPool[DesktopKind, Desktop] | None:
