@@ -6,7 +6,8 @@ It reads JSON lines of either source, mixed freely:
   the closing ``{"summary": ...}`` line skipped;
 - a log of verl's reward extras: lines with ``score``, ``passed``, ``error`` and ``error_type`` (what
   :mod:`deepgym.integrations.verl` returns and verl copies into its rollout dumps), with the environment from
-  ``environment`` or ``data_source`` when the line has one, and the training ``step`` when it has one.
+  ``environment`` or ``data_source`` when the line has one, and the training ``step`` when it has one. verl's
+  ``trainer.rollout_data_dir`` (one ``STEP.jsonl`` per step) can be given as it is, a folder.
 
 and shows the outcome mix (overall and per environment), the no-verdict causes over time (the training step,
 else the line's position), latency distributions (``timings.total_s``, where the line has it) and the slowest
@@ -69,10 +70,20 @@ def parse(number: int, item: Any) -> Record | None:
                   float(latency) if isinstance(latency, (int, float)) else None, step, note[:300])
 
 
+def text_lines(path: Path) -> list[str]:
+    """The lines of ``path``; of a folder (verl's ``rollout_data_dir``, one ``STEP.jsonl`` per step), those of
+    its ``*.jsonl`` files in step order."""
+    if not path.is_dir():
+        return path.read_text().splitlines()
+    files = sorted(path.glob("*.jsonl"), key=lambda file: (not file.stem.isdigit(), int(file.stem) if
+                                                           file.stem.isdigit() else 0, file.name))
+    return [line for file in files for line in file.read_text().splitlines()]
+
+
 def load(path: Path) -> tuple[list[Record], list[int]]:
     """The samples in ``path``, and the numbers of the lines that were not samples (nor the summary)."""
     records, skipped = [], []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text_lines(path), 1):
         if not line.strip():
             continue
         try:

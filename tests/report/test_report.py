@@ -91,9 +91,12 @@ def test_results_page_of_verl_extras(tmp_path: Path, monkeypatch: pytest.MonkeyP
         lines += [verl_extras(RIGHT, step) for step in (4, 5)]
     finally:
         reset_clients()  # the shared client's ready containers must not outlive the test
-    log = tmp_path / "rollouts.jsonl"
-    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n")
-    page = write(log, tmp_path / "verl.html")
+    rollouts = tmp_path / "rollouts"  # verl's rollout_data_dir: one STEP.jsonl per step
+    rollouts.mkdir()
+    for line in lines:
+        (rollouts / f"{line['step']}.jsonl").write_text(json.dumps(line) + "\n" + ("not json\n" if line["step"] == 5
+                                                                                 else ""))
+    page = write(rollouts, tmp_path / "verl.html")
     shown = dom(page)
     assert "<b>6</b> samples" in shown and "<b>2</b> passed, <b>2</b> failed, <b>2</b> no verdict" in shown
     assert "x: training step" in shown and "1 line(s) were not samples" in shown
@@ -113,9 +116,20 @@ def test_recorded_desktop_episode_steps_through_in_a_browser(tmp_path: Path):
         assert episode.score().score == 1.0
         recording = episode.save(tmp_path / "episode.json")
     page = write(recording, tmp_path / "episode.html")
+    assert "src=\"http" not in page.read_text() and "<script src" not in page.read_text()
     frames = len(actions) + 1
     assert f"<b>{frames}</b> frames, <b>{len(actions)}</b> actions; score 1.0, passed" in dom(page)
     first = pixels(screenshot(page, (1100, 1000)))
     assert len(first) > 50, "the first frame's screenshot is blank"
     last = pixels(screenshot(page, (1100, 1000), fragment=f"frame-{frames - 1}"))  # stepped to the last frame
     assert len(last) > 50 and last != first, "stepping to the last frame showed the first screen again"
+
+
+def test_a_file_of_no_samples_is_bad_usage(tmp_path: Path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"summary": {"samples": 0}}\nnot json\n')
+    refused = deepgym_cli("report", str(empty), "-o", str(tmp_path / "page.html"))
+    assert refused.returncode == 2 and "holds no samples" in refused.stderr
+    missing = deepgym_cli("report", str(tmp_path / "absent.jsonl"), "-o", str(tmp_path / "page.html"))
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    assert not (tmp_path / "page.html").exists()
