@@ -47,6 +47,7 @@ from deepgym import DeepGym, load_environment  # noqa: E402
 from deepgym.authoring.check import as_response  # noqa: E402
 from deepgym.authoring.replay import action_sequences  # noqa: E402
 from deepgym.images import build  # noqa: E402
+from deepgym.outcome import NoVerdictError  # noqa: E402
 
 ENVS = ("coin_change", "prog_max_subarray", "patch_csv_quoting")
 SHELL_ENV = "shell_organise_files"
@@ -93,11 +94,16 @@ def jobs(samples: int, episodes: int, seed: int) -> list[Job]:
 
 
 def episode(gym: DeepGym, actions: list[str]) -> object:
+    """The episode's outcome: its verdict, or the no verdict its start, a step or its scoring raised."""
     with gym.session(SHELL_ENV) as session:
-        session.start()
-        for action in actions:
-            session.step(action)
-        return session.score()
+        try:
+            session.start()
+            for action in actions:
+                if session.step(action).done:  # a failure ended it: score() says how
+                    break
+            return session.score()
+        except NoVerdictError as exc:
+            return exc
 
 
 def pid_of(pidfile: str, name: str) -> int | None:
@@ -171,8 +177,9 @@ def main() -> int:
     build(sorted({*ENVS, SHELL_ENV, *(attack.env for attack in ATTACKS)}))
     todo = jobs(args.samples, args.episodes, args.seed)
     actions = action_sequences(load_environment(SHELL_ENV), "reference")[0]
-    engine_pids = {"dockerd": pid_of("/var/run/dockerd-deepgym.pid", "dockerd"),
-                   "containerd": pid_of("/var/run/docker/containerd/containerd.pid", "containerd")}
+    engine = {"dockerd": ("/var/run/dockerd-deepgym.pid", "dockerd"),
+              "containerd": ("/var/run/docker/containerd/containerd.pid", "containerd")}
+    engine_pids: set[int | None] = set()
     print(f"machine: {machine()}\nsamples: {args.samples}, episodes: {args.episodes}\n", flush=True)
     before = (host_processes(), docker_ids("volume", "ls"), docker_ids("network", "ls"), tmp_files())
     readings: dict[str, list[tuple[int, float]]] = {}
@@ -182,8 +189,14 @@ def main() -> int:
     started = time.monotonic()
 
     def read(done: int) -> None:
-        for who, pid in [("client", os.getpid()), *engine_pids.items()]:
-            rss, files = usage(pid)
+        """One reading of each process; the engine's looked up each time (whoever restarts it changes its pid)."""
+        pids = {who: pid_of(*where) for who, where in engine.items()}
+        engine_pids.add(pids["dockerd"])
+        for who, pid in [("client", os.getpid()), *pids.items()]:
+            try:
+                rss, files = usage(pid)
+            except (OSError, StopIteration):  # it ended just now
+                continue
             readings.setdefault(f"{who} memory (MiB)", []).append((done, rss))
             readings.setdefault(f"{who} open files", []).append((done, files))
 
@@ -218,6 +231,9 @@ def main() -> int:
         "Docker networks (new)": len(networks - before[2]),
         "admission slots still held": held_locks(),
     }
+    if len(engine_pids) > 1:
+        print(f"\nthe engine was restarted during the run (dockerd pids {sorted(map(str, engine_pids))}): its "
+              f"figures span the restarts")
     print(f"\n{len(todo)} jobs in {elapsed:.0f} s ({len(todo) / elapsed:.1f}/s), load average "
           f"{os.getloadavg()[0]:.1f} at the end; mix: {dict(sorted(kinds.items()))}\n")
     print("| check | result |\n|---|---|")
