@@ -18,17 +18,14 @@ taken within milliseconds while waiting costs next to no CPU. Every wait can be 
 A coroutine waits with :meth:`Admission.aacquire`, which blocks neither its event loop nor a thread.
 
 **What holds a slot.** A single-turn sample, from its sandbox's start to its verdict. A multi-turn episode
-(:mod:`deepgym.session`, desktops too) only while it works on the host: its start (the container and the first
-observation), each action, and the final verification; never while its container idles between turns (the
-model is thinking), because slots bound running work, not living containers, and an idle container uses no
-CPU. Its waits are charged to none of its budgets either. A slot taken on an event loop travels with its
-sample as an argument (:class:`HeldSlot`), so nothing of one sample or one step waits for a second.
+(:mod:`deepgym.session`, desktops too) only while it works on the host (its start, each action, the final
+verification), never while its container idles between turns: slots bound running work, not living containers.
+Its waits are charged to none of its budgets either. A slot taken on an event loop travels with its sample as
+an argument (:class:`HeldSlot`), so nothing of one sample or one step waits for a second.
 
 **Keys.** ``host`` is for sandboxes that use this host's CPUs: docker on the local engine, local mode. Other
-places take slots under their own key and bound, e.g. a remote provider per account::
-
-    with Admission("e2b-acme", bound=20).slot():
-        ...                                    # create, exec, close the sandbox
+places take slots under their own key and bound, e.g. a remote provider per account: ``with Admission("e2b-acme",
+bound=20).slot(): ...`` around creating, using and closing the sandbox.
 
 **Configuration.** The bound is the argument, else ``DEEPGYM_MAX_SANDBOXES`` (key ``host``) or
 ``DEEPGYM_MAX_SANDBOXES_<KEY>`` (upper case, ``-`` and ``.`` as ``_``), else the caller's default (the CPU
@@ -36,7 +33,7 @@ count for ``host``). The directory is ``DEEPGYM_ADMISSION_DIR``, else ``/tmp/dee
 folders are world-writable and sticky, so every user's deepgym shares them. Processes given different bounds
 share the same slot files, each using the first of them up to its own bound: the host then runs at most the
 largest bound any of them has. A holder must not wait for a second slot of the same key (with every slot held
-that way, nobody proceeds).
+that way, nobody proceeds). A deleted folder is made again.
 """
 
 from __future__ import annotations
@@ -45,6 +42,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import random
 import re
@@ -69,6 +67,7 @@ KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 HEAD_POLL_S = 0.002
 QUEUE_POLL_MAX_S = 0.05
 CANCEL_POLL_S = 0.1
+log = logging.getLogger("deepgym")
 
 
 class AdmissionTimeout(DeepGymError):
@@ -194,9 +193,6 @@ class Admission:
         self._heads: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._wakers: set[Callable[[], None]] = set()
         self._wakers_lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"Admission(key={self.key!r}, bound={self.bound}, folder={str(self.folder)!r})"
 
     @contextlib.contextmanager
     def slot(self, *, timeout_s: float | None = None,
@@ -339,12 +335,11 @@ class Admission:
 
     def _try_lock(self, name: str) -> int | None:
         fd = self._open(name)
-        try:
+        with contextlib.suppress(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        return fd
+            return fd
+        os.close(fd)
+        return None
 
     def _open(self, name: str) -> int:
         """An open file of the lock file ``name``, made if missing. Only ever read (a lock needs no more), never
@@ -358,6 +353,9 @@ class Admission:
                 fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:  # another process made it just now
                 fd = os.open(path, flags)
+            except FileNotFoundError:  # the folder itself is gone (a /tmp cleaner, someone's rm -rf)
+                self._remake(path)
+                return self._open(name)
         except OSError as exc:
             raise OSError(exc.errno, f"cannot open deepgym's admission lock {path}: {exc.strerror}. Fix: make "
                                      f"{self.root} writable for every user that runs deepgym, or point "
@@ -366,6 +364,14 @@ class Admission:
             os.close(fd)
             raise OSError(errno.EINVAL, f"deepgym's admission lock {path} is not a regular file; remove it")
         return fd
+
+    def _remake(self, path: Path) -> None:
+        """Make the folders again for ``path``: slots held in the vanished one stay held until their samples end."""
+        log.warning("deepgym: the admission folder %s vanished under a running process; made it again (twice %d "
+                    "sandboxes may run until the samples admitted before end). Fix: point %s at a folder no tmp "
+                    "cleaner deletes", self.folder, self.bound, DIR_VARIABLE)
+        self._ready = False
+        self._prepare()
 
     def _prepare(self) -> None:
         """Make the lock folders, world-writable and sticky like /tmp (once per instance)."""

@@ -263,6 +263,13 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write
+
+    print(f"deepgym: wrote {write(args.source, args.output)}", file=sys.stderr)
+    return EXIT_OK
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="deepgym", description="Trustworthy rewards for RL on code.")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -351,6 +358,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", action="store_true", help="for swe: rows that verl's deepgym_agent loop plays as "
                                                            "episodes in a persistent terminal (docs/swe.md)")
     p.set_defaults(func=cmd_datasets)
+
+    p = sub.add_parser("report", help="one self-contained HTML page from run-batch output, a log of verl's reward "
+                                      "extras, or a recorded episode")
+    p.add_argument("source", metavar="FILE", help="JSON lines of outcomes, or an episode deepgym.report.Recorder saved")
+    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the page to write")
+    p.set_defaults(func=cmd_report)
 
     add_verl_commands(sub)
     add_harbor_commands(sub)

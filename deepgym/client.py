@@ -204,7 +204,8 @@ class DeepGym(AsyncFaces):
 
     def _classified(self, prepared: Sample, facts: RunFacts) -> Outcome:
         outcome = classify(prepared.request, facts, prepared.env.id)
-        self.monitor.record(not outcome.has_verdict, outcome.error_type)
+        self.monitor.record(not outcome.has_verdict, outcome.error_type, reason=getattr(outcome, "reason", None),
+                            environment=prepared.env.id)
         return outcome
 
     def _ready_desktops(self) -> ReadyPool[DesktopKind, Desktop] | None:

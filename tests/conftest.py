@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import IN_CI, ROOT, engine_answers, ensure_images, leaked_containers, unavailable
+from support import IN_CI, ROOT, copy_images, engine_answers, ensure_images, leaked_containers, unavailable
 
 pytest_plugins = ["ray_cluster"]  # the shared two-node Ray cluster of the tests marked ray
 
@@ -76,11 +76,7 @@ class SecondEngine:
 
     def load(self, *images: str) -> None:
         """Copy ``images`` from the first engine (docker save | docker load)."""
-        saved = subprocess.Popen(["docker", "save", *images], stdout=subprocess.PIPE)
-        loaded = subprocess.run(["docker", "--host", self.host, "load", "-q"], stdin=saved.stdout,
-                                capture_output=True, text=True)
-        saved.stdout.close()
-        assert saved.wait() == 0 and loaded.returncode == 0, f"cannot copy {images}: {loaded.stderr}"
+        copy_images(self.host, *images)
 
 
 @pytest.fixture(scope="session")

@@ -98,6 +98,15 @@ def ensure_images(*names: str) -> None:
         _built.update(todo)
 
 
+def copy_images(host: str, *images: str) -> None:
+    """Copy ``images`` from the first engine to the engine at ``host`` (docker save | docker load)."""
+    saved = subprocess.Popen(["docker", "save", *images], stdout=subprocess.PIPE)
+    loaded = subprocess.run(["docker", "--host", host, "load", "-q"], stdin=saved.stdout, capture_output=True,
+                            text=True)
+    saved.stdout.close()
+    assert saved.wait() == 0 and loaded.returncode == 0, f"cannot copy {images}: {loaded.stderr}"
+
+
 def fenced(code: str, language: str = "python") -> str:
     """A model-style response wrapping ``code`` in a fenced block."""
     return f"Here is the solution.\n\n```{language}\n{code}\n```\n"

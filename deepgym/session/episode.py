@@ -374,5 +374,6 @@ class Episode:
         """Fix the episode's outcome, count it, and remove the container."""
         self._outcome = outcome
         self.done = True
-        self.context.monitor.record(not outcome.has_verdict, outcome.error_type)
+        self.context.monitor.record(not outcome.has_verdict, outcome.error_type,
+                                    reason=getattr(outcome, "reason", None), environment=outcome.environment)
         self.close()
