@@ -35,6 +35,8 @@ class NoVerdictMonitor:
             self.block_no_verdict = 0
             self.by_error_type: Counter[str] = Counter()
             self._block_types: Counter[str] = Counter()
+            self.unhealthy: dict[str, str] = {}
+            self.canary_failures = 0
 
     def record(self, no_verdict: bool, error_type: str | None = None) -> None:
         """Count one sample; ``no_verdict`` when it had none (``error_type`` says why)."""
@@ -60,8 +62,19 @@ class NoVerdictMonitor:
         if message:
             log.warning(message)
 
+    def canary(self, image: str, failure: str | None) -> None:
+        """Note which canary of the image named ``image`` failed and how (:mod:`deepgym.canary`), or, with None,
+        that its canaries passed. Unhealthy images are listed in :meth:`snapshot` until then."""
+        with self._lock:
+            if failure is None:
+                self.unhealthy.pop(image, None)
+            else:
+                self.canary_failures += 1
+                self.unhealthy[image] = failure
+
     def snapshot(self) -> dict[str, object]:
         with self._lock:
             return {"samples": self.samples, "no_verdict": self.no_verdict, "warnings": self.warnings,
                     "block_samples": self.block_samples, "block_no_verdict": self.block_no_verdict,
-                    "by_error_type": dict(self.by_error_type)}
+                    "by_error_type": dict(self.by_error_type), "canary_failures": self.canary_failures,
+                    "unhealthy_images": dict(self.unhealthy)}

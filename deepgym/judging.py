@@ -16,6 +16,8 @@ image built from other environment files than the host's (its content-hash label
 from __future__ import annotations
 
 import contextlib
+from functools import lru_cache
+from importlib import metadata
 import logging
 import os
 import threading
@@ -27,7 +29,8 @@ from .shutdown import requested as shutdown_requested
 from .admission import Admission, AdmissionCancelled
 from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
 
-from .images import HASH_LABEL, content_hash, hash_status, image_name
+from .errors import DeepGymError
+from .images import HASH_LABEL, content_hash, hash_status, image_name, runner_hash
 from .registration import registered_name
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError
@@ -175,6 +178,30 @@ def _cancelled(provider: Provider) -> RunFacts:
                                     f"before its verdict; judge it again in a process that is not shutting down")
 
 
+@lru_cache(maxsize=None)
+def _version() -> str:
+    """deepgym's installed version (the package's own ``__version__`` would make this module import it)."""
+    try:
+        return metadata.version("deepgym")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def provenance(provider: Provider, env: Environment, images: Images, image_id: str | None) -> dict[str, object]:
+    """The host's half of a verdict's provenance (the request's half is added by
+    :func:`~deepgym.verdict.classify`): which environment files, image and runner judged, with which deepgym.
+    ``environment_hash`` is None for an environment this host cannot hash (one built in memory by a test)."""
+    try:
+        environment_hash: str | None = content_hash(env.id)
+    except DeepGymError:
+        environment_hash = None
+    ref = None if provider.host_image is not None else (
+        registered_name(env.id) if provider.registers_images else images.ref(env))
+    return {"environment": env.id, "environment_hash": environment_hash, "image_id": image_id, "image_ref": ref,
+            "image_digest": ref.split("@", 1)[1] if ref and "@sha256:" in ref else None,
+            "runner_hash": runner_hash(), "deepgym_version": _version()}
+
+
 def _observe(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> RunFacts:
     started = time.monotonic()
     image_id: str | None = None
@@ -198,5 +225,6 @@ def _observe(provider: Provider, env: Environment, request: Request, images: Ima
         return RunFacts(runtime=provider.name, infra_error=exc.error_type, infra_reason=exc.reason,
                            elapsed_s=time.monotonic() - started, image_id=image_id, image_status=image_status)
     return RunFacts(runtime=provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
-                       stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
-                       image_id=image_id, image_status=image_status)
+                    stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
+                    image_id=image_id, image_status=image_status,
+                    provenance=provenance(provider, env, images, image_id))

@@ -47,6 +47,10 @@ class Verdict:
     image_status: str | None = None
     """``current``, ``unverified`` (built without deepgym's hash label, e.g. by hand) or ``stale`` (built from
     other environment files, judged only because stale images were allowed); None when no image judged."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """What it takes to judge the sample again (``deepgym replay``, docs/canaries-and-replay.md): the
+    environment's content hash, the image's id, reference and digest, the runner's hash, the variant, the
+    limits, the submission's sha256 (and a dataset row's tests'), and deepgym's version."""
 
     has_verdict = True
 
