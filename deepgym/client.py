@@ -204,8 +204,8 @@ class DeepGym(AsyncFaces):
     def _image_key(self, env: Environment) -> tuple[str, str, str] | None:
         """The image a sample of ``env`` runs in, whose canary state it shares: (provider, image id,
         reference), or None when it cannot be resolved (the sample's own no verdict will say why)."""
-        if self.provider.host_image is not None:
-            return self.backend, self.provider.host_image, self.provider.host_image
+        if self.provider.host_image is not None:  # no image: the host judges each environment's own tests
+            return self.backend, f"{self.provider.host_image}:{env.id}", env.id
         try:
             image_id, _ = self.images.resolve(self.provider, env)
         except SandboxError:
