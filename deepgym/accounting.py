@@ -52,6 +52,8 @@ class NoVerdictMonitor:
             self.by_error_type: Counter[str] = Counter()
             self._block_types: Counter[str] = Counter()
             self._clocks: tuple[float, float] | None = None
+            self.unhealthy: dict[str, str] = {}
+            self.canary_failures = 0
 
     def record(self, no_verdict: bool, error_type: str | None = None, *, reason: str | None = None,
                environment: str | None = None) -> None:
@@ -97,8 +99,19 @@ class NoVerdictMonitor:
         return (f"deepgym: the wall clock stepped {'back' if gap < 0 else 'forward'} by {abs(gap):.0f} s; deepgym's "
                 "deadlines run on the monotonic clock, so no sample's time limits moved (only log timestamps did)")
 
+    def canary(self, image: str, failure: str | None) -> None:
+        """Note which canary of the image named ``image`` failed and how (:mod:`deepgym.canary`), or, with None,
+        that its canaries passed. Unhealthy images are listed in :meth:`snapshot` until then."""
+        with self._lock:
+            if failure is None:
+                self.unhealthy.pop(image, None)
+            else:
+                self.canary_failures += 1
+                self.unhealthy[image] = failure
+
     def snapshot(self) -> dict[str, object]:
         with self._lock:
             return {"samples": self.samples, "no_verdict": self.no_verdict, "warnings": self.warnings,
                     "block_samples": self.block_samples, "block_no_verdict": self.block_no_verdict,
-                    "by_error_type": dict(self.by_error_type)}
+                    "by_error_type": dict(self.by_error_type), "canary_failures": self.canary_failures,
+                    "unhealthy_images": dict(self.unhealthy)}

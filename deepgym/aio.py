@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from .admission import Admission, AdmissionCancelled, AdmissionTimeout, HeldSlot, Slot
+from .canary import Canaries
 from .environments import Environment
 from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .rows import RowTask
@@ -64,10 +66,14 @@ class AsyncFaces:
     _decide: Callable[[Sample | Verdict, Any], Outcome]
     _adecide: Callable[[Sample], Awaitable[Outcome]]
     provider: Provider
+    canaries: Canaries | None
+    _gate: Callable[[Environment, Any], NoVerdictError | None]
     session: Callable[..., Episode]
 
     def __init__(self) -> None:
         self._executors: dict[str, ThreadPoolExecutor] = {}
+        self._canary_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = \
+            weakref.WeakKeyDictionary()
         self._executors_lock = threading.Lock()
 
     async def ajudge(self, env: str | Environment | RowTask, response: str, **options: Any) -> Outcome:
@@ -76,6 +82,8 @@ class AsyncFaces:
         prepared = self._prepare(env, response, **options)
         if not isinstance(prepared, Sample):  # nothing will run: no slot, no thread
             return prepared
+        if self.canaries is not None and self.canaries.due(prepared.env):
+            await self._check_canaries(prepared.env)
         if self.provider.awaits and self.admission is None:  # awaited on the provider's own refs: no thread at all
             return await self._adecide(prepared)
         if self.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
@@ -146,6 +154,17 @@ class AsyncFaces:
         for pool in pools:
             pool.shutdown(wait=False)
 
+    async def _check_canaries(self, env: Environment) -> None:
+        """Run a due canary check (:mod:`deepgym.canary`) before a sample holds a slot, since the check needs
+        slots of its own: one coroutine at a time runs it in one of the client's threads, the others wait for
+        it holding no thread."""
+        loop = asyncio.get_running_loop()
+        with self._executors_lock:
+            lock = self._canary_locks.setdefault(loop, asyncio.Lock())
+        async with lock:
+            if self.canaries is not None and self.canaries.due(env):
+                await asyncio.wrap_future(self._executor().submit(self._gate, env, self.admission))
+
     def _decide_held(self, prepared: Sample, slot: Slot) -> Outcome:
         """Decide an admitted sample with the slot it was admitted with, then free the slot."""
         try:
@@ -186,6 +205,7 @@ class AsyncSession:
         return self.session.outcome
 
     async def start(self) -> Observation:
+        await self._in_thread(self.session.pass_gate)  # the canaries' check takes slots: before this one is held
         return await self._with_slot(self.session.start)
 
     async def step(self, action: Any, *args: Any, **kwargs: Any) -> StepResult:

@@ -4,7 +4,8 @@ Exit statuses: 0 success (for ``run``: the response was scored, whatever the sco
 build, 2 bad usage (an unknown environment, a malformed manifest, a missing file, a malformed input line),
 3 no verdict (for ``run-batch``: at least one response had none) or, for a command that judges nothing
 (``cleanup``), no container engine; 128 + the signal for ``run`` and ``run-batch`` stopped by SIGTERM or SIGINT
-(after printing every outcome, the unjudged ones as no verdict ``cancelled``).
+(after printing every outcome, the unjudged ones as no verdict ``cancelled``). ``replay`` exits 1 when the
+verdict differs and 3 when the replay had no verdict (:mod:`deepgym.replay`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .errors import (DeepGymError, EngineUnavailableError, EnvironmentNotFoundEr
 from .harbor.cli import add_harbor_commands
 from .integrations.verl_cli import add_verl_commands
 from .pushed import DEFAULT_MANIFEST
+from .replay import add_replay_command
 from .registration import REGISTERING_PROVIDERS
 from .runner.protocol import ENVIRONMENT_KINDS
 from .sandbox import MODES
@@ -367,6 +369,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_verl_commands(sub)
     add_harbor_commands(sub)
+    add_replay_command(sub)
     return top
 
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Sequence
 
 from .accounting import NoVerdictMonitor
 from .admission import Admission, HeldSlot
+from .canary import Canaries, Canary, CanaryPolicy, play
 from .aio import AsyncFaces
 from .environments import Environment, load_environment
 from .extract import check_reasoning
@@ -27,7 +28,7 @@ from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .pushed import pinned_refs
 from .rows import RowTask
 from .sample import Sample, batch_tasks, prepare
-from .sandbox import MODES, make_provider
+from .sandbox import MODES, SandboxError, make_provider
 from .session import DesktopSession, Session, TerminalSession
 from .session.desktop import Desktop
 from .session.episode import Context
@@ -65,11 +66,16 @@ class DeepGym(AsyncFaces):
             ``ssh://user@host``); default: DOCKER_HOST, else the local socket.
         image_manifest: a pushed-images manifest (``deepgym images push``): every environment it lists is judged
             in the image it pins by digest (default: ``DEEPGYM_IMAGE_MANIFEST``, else the local image names).
+        canaries: judge each image's reference and known-wrong solutions at its first use and now and then
+            after, refusing its samples (``image_unhealthy``) while one gets a wrong verdict
+            (:mod:`deepgym.canary`, docs/canaries-and-replay.md). True or None: on, as ``DEEPGYM_CANARIES``
+            says (default on); False: off; a :class:`~deepgym.canary.CanaryPolicy`: on, with its schedule.
     """
 
     def __init__(self, mode: str = "auto", *, max_parallel: int | None = None, allow_local: bool | None = None,
                  allow_stale_image: bool | None = None, max_sandboxes: int | None = None,
-                 docker_host: str | None = None, image_manifest: str | Path | None = None):
+                 docker_host: str | None = None, image_manifest: str | Path | None = None,
+                 canaries: bool | CanaryPolicy | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(MODES)}")
         self.mode = mode
@@ -88,6 +94,11 @@ class DeepGym(AsyncFaces):
         self.admission = Admission(key, max_sandboxes) if key is not None else None
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
+        policy = canaries if isinstance(canaries, CanaryPolicy) else (
+            CanaryPolicy.from_environment() if canaries in (None, True) else None)
+        self.canaries = None if policy is None else Canaries(
+            policy, self._judge_canary, self._image_key, lambda env: self.images.forget(self.provider, env),
+            self.monitor.canary)
         self._desktops: ReadyPool[DesktopKind, Desktop] | None = None
         self._desktops_lock = threading.Lock()
         install()  # SIGTERM/SIGINT: remove this process's containers first (DEEPGYM_SIGNAL_HANDLERS=0: not)
@@ -134,8 +145,13 @@ class DeepGym(AsyncFaces):
         :class:`deepgym.session.TerminalSession` when the manifest asks for a persistent terminal; for a
         ``desktop`` environment, a :class:`deepgym.session.DesktopSession` with the same interface; for an
         SWE-style instance (:func:`deepgym.swe.swe_task`), a :class:`deepgym.session.swe.SweSession`."""
+        return self._session(env, variant, gated=True)
+
+    def _session(self, env: str | Environment | RowTask, variant: int, *, gated: bool) -> Session | DesktopSession:
+        """A session whose start passes the canaries' gate when ``gated`` (a canary's own episode is not)."""
+        gate = (lambda environment: self._gate(environment, self.admission)) if gated else None
         context = Context(provider=self.provider, images=self.images, admission=self.admission, monitor=self.monitor,
-                          runtime=self.backend)
+                          runtime=self.backend, gate=gate)
         if isinstance(env, RowTask):
             if env.format != "swe":
                 raise ValueError(f"a {env.data_source} row is judged single-turn (DeepGym.run); only SWE-style "
@@ -165,36 +181,77 @@ class DeepGym(AsyncFaces):
         self.close()
 
     def _prepare(self, env: str | Environment | RowTask, response: str, *, variant: int = 0, reasoning: str = "auto",
-                 isolation: str | None = None) -> Sample | Verdict:
-        """The sample, extracted once; a response with nothing to run is decided (and counted) at once."""
+                 isolation: str | None = None, count: bool = True) -> Sample | Verdict:
+        """The sample, extracted once; a response with nothing to run is decided (and, with ``count``, counted)
+        at once."""
         prepared = prepare(env, response, provider=self.provider, variant=variant, reasoning=reasoning,
                            isolation=isolation)
-        if not isinstance(prepared, Sample):
+        if count and not isinstance(prepared, Sample):
             self.monitor.record(False)
         return prepared
 
     def _decide(self, prepared: Sample | Verdict, admission: Admission | HeldSlot | None) -> Outcome:
-        """The outcome of a prepared sample: judged in a sandbox once ``admission`` gives it a slot, classified
-        by :func:`deepgym.verdict.classify`, and counted."""
+        """The outcome of a prepared sample: refused when its image is unhealthy (:mod:`deepgym.canary`), else
+        judged in a sandbox once ``admission`` gives it a slot and classified by
+        :func:`deepgym.verdict.classify`; counted either way."""
+        if not isinstance(prepared, Sample):
+            return prepared
+        refused = self._gate(prepared.env, admission)
+        if refused is not None:
+            return self._counted(prepared, refused, None)
+        started = time.monotonic()
+        return self._counted(prepared, self._classified(prepared, admission), started)
+
+    def _gate(self, env: Environment, admission: Admission | HeldSlot | None) -> NoVerdictError | None:
+        """The canaries' refusal of a sample of ``env`` (after a check, when one is due), or None. A sample that
+        already holds its slot does not wait behind another thread's check, which may need that slot."""
+        if self.canaries is None:
+            return None
+        return self.canaries.gate(env, admission, wait=not isinstance(admission, HeldSlot))
+
+    def _image_key(self, env: Environment) -> tuple[str, str, str] | None:
+        """The image a sample of ``env`` runs in, whose canary state it shares: (provider, image id,
+        reference), or None when it cannot be resolved (the sample's own no verdict will say why)."""
+        if self.provider.host_image is not None:  # no image: the host judges each environment's own tests
+            return self.backend, f"{self.provider.host_image}:{env.id}", env.id
+        try:
+            image_id, _ = self.images.resolve(self.provider, env)
+        except SandboxError:
+            return None
+        return self.backend, image_id, self.images.ref(env)
+
+    def _judge_canary(self, canary: Canary, admission: Admission | HeldSlot | None) -> Outcome:
+        """A canary's outcome, judged as a sample is but not gated, counted or timed as one."""
+        env = canary.task.environment if isinstance(canary.task, RowTask) else canary.task
+        if env.kind in ("session", "desktop"):
+            return play(lambda: self._session(env, 0, gated=False), canary.answer)
+        return self._classified(self._prepare(canary.task, canary.answer, count=False), admission)
+
+    def _classified(self, prepared: Sample | Verdict, admission: Admission | HeldSlot | None) -> Outcome:
+        """Judge a prepared sample in a sandbox and classify what was seen; nothing counted."""
         if not isinstance(prepared, Sample):
             return prepared
         started = time.monotonic()
         try:
             facts = observe(self.provider, prepared.env, prepared.request, self.images, admission=admission,
-                          isolation=prepared.isolation)
+                            isolation=prepared.isolation)
         except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
             facts = self._bug(prepared, exc, started)
-        return self._classified(prepared, facts)
+        return classify(prepared.request, facts, prepared.env.id)
 
     async def _adecide(self, prepared: Sample) -> Outcome:
         """:meth:`_decide` awaited on a provider that :attr:`~deepgym.sandbox.base.Provider.awaits` (no
-        admission of this host's): no thread waits for the sample."""
+        admission of this host's): no thread waits for the sample. A due canary check already ran
+        (:meth:`AsyncFaces._check_canaries`), so the gate here never waits."""
+        refused = self.canaries.gate(prepared.env, None, wait=False) if self.canaries is not None else None
+        if refused is not None:
+            return self._counted(prepared, refused, None)
         started = time.monotonic()
         try:
             facts = await aobserve(self.provider, prepared.env, prepared.request, self.images)
         except Exception as exc:  # noqa: BLE001 - judging never raises; if it does, it is our bug, not the model's
             facts = self._bug(prepared, exc, started)
-        return self._classified(prepared, facts)
+        return self._counted(prepared, classify(prepared.request, facts, prepared.env.id), started)
 
     def _bug(self, prepared: Sample, exc: Exception, started: float) -> RunFacts:
         log.error("provider %s failed on %s:\n%s", self.backend, prepared.env.id, traceback.format_exc())
@@ -202,10 +259,13 @@ class DeepGym(AsyncFaces):
                         infra_reason=f"deepgym's {self.backend} provider failed: {exc!r}",
                         elapsed_s=time.monotonic() - started)
 
-    def _classified(self, prepared: Sample, facts: RunFacts) -> Outcome:
-        outcome = classify(prepared.request, facts, prepared.env.id)
+    def _counted(self, prepared: Sample, outcome: Outcome, started: float | None) -> Outcome:
+        """``outcome``, counted by the monitor; a verdict judged since ``started`` also counts towards its
+        image's canary schedule."""
         self.monitor.record(not outcome.has_verdict, outcome.error_type, reason=getattr(outcome, "reason", None),
                             environment=prepared.env.id)
+        if self.canaries is not None and started is not None and outcome.has_verdict:
+            self.canaries.judged(prepared.env, time.monotonic() - started)
         return outcome
 
     def _ready_desktops(self) -> ReadyPool[DesktopKind, Desktop] | None:

@@ -77,6 +77,16 @@ def content_hash(name: str) -> str:
     return digest.hexdigest()[:16]
 
 
+@lru_cache(maxsize=None)
+def runner_hash() -> str:
+    """sha256 (first 16 hex digits) of the runner's files (deepgym/runner): every image carries a copy, and a
+    verdict's provenance names the one this host would build in. Cached per process."""
+    root = bundle_root()
+    digest = hashlib.sha256()
+    folder_digest(digest, root, root / "deepgym" / "runner")
+    return digest.hexdigest()[:16]
+
+
 def image_status(name: str) -> str:
     """``missing``, ``stale`` (built from other files), ``unverified`` (built without a hash) or ``current``."""
     result = subprocess.run(["docker", "image", "inspect", "--format", "{{json .Config.Labels}}", image_name(name)],

@@ -16,6 +16,8 @@ image built from other environment files than the host's (its content-hash label
 from __future__ import annotations
 
 import contextlib
+from functools import lru_cache
+from importlib import metadata
 import logging
 import os
 import threading
@@ -29,8 +31,8 @@ from .admission import Admission, AdmissionCancelled
 from .environments import ISOLATIONS, START_GRACE_S, Environment, sandbox_spec
 
 from .swe_images import ensure as ensure_layer
-from .errors import ImageBuildError
-from .images import HASH_LABEL, content_hash, hash_status, image_name
+from .errors import DeepGymError, ImageBuildError
+from .images import HASH_LABEL, content_hash, hash_status, image_name, runner_hash
 from .registration import registered_name
 from .runner.protocol import Request
 from .sandbox import ExecOptions, ExecResult, ImageMissing, Provider, SandboxError, SandboxSpec, StartFailure
@@ -201,6 +203,30 @@ def _cancelled(provider: Provider) -> RunFacts:
                                     f"before its verdict; judge it again in a process that is not shutting down")
 
 
+@lru_cache(maxsize=None)
+def _version() -> str:
+    """deepgym's installed version (the package's own ``__version__`` would make this module import it)."""
+    try:
+        return metadata.version("deepgym")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def provenance(provider: Provider, env: Environment, images: Images, image_id: str | None) -> dict[str, object]:
+    """The host's half of a verdict's provenance (the request's half is added by
+    :func:`~deepgym.verdict.classify`): which environment files, image and runner judged, with which deepgym.
+    ``environment_hash`` is None for an environment this host cannot hash (one built in memory by a test)."""
+    try:
+        environment_hash: str | None = content_hash(env.id)
+    except DeepGymError:
+        environment_hash = None
+    ref = None if provider.host_image is not None else (
+        registered_name(env.id) if provider.registers_images else images.ref(env))
+    return {"environment": env.id, "environment_hash": environment_hash, "image_id": image_id, "image_ref": ref,
+            "image_digest": ref.split("@", 1)[1] if ref and "@sha256:" in ref else None,
+            "runner_hash": runner_hash(), "deepgym_version": _version()}
+
+
 def _observe(provider: Provider, env: Environment, request: Request, images: Images, isolation: str) -> RunFacts:
     started = time.monotonic()
     placed = _Placed(provider, env, images)
@@ -259,6 +285,8 @@ class _Placed:
                         elapsed_s=time.monotonic() - started, image_id=self.image_id, image_status=self.image_status)
 
     def facts(self, result: ExecResult, started: float) -> RunFacts:
+        image_id = result.image_id or self.image_id
         return RunFacts(runtime=self.provider.name, exit_code=runner_exit(result), deadline_hit=result.timed_out,
                         stdout=result.stdout, stderr_tail=result.stderr_tail, elapsed_s=time.monotonic() - started,
-                        image_id=result.image_id or self.image_id, image_status=self.image_status, node=result.node)
+                        image_id=image_id, image_status=self.image_status, node=result.node,
+                        provenance=provenance(self.provider, self.env, self.images, image_id))

@@ -50,6 +50,10 @@ class Verdict:
     node: str | None = None
     """The machine that judged it when the provider chose one of several (``mode="ray"``: the Ray node id), so
     that a verdict can be traced to the node and its image (``image_id`` is that node's); None otherwise."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """What it takes to judge the sample again (``deepgym replay``, docs/canaries-and-replay.md): the
+    environment's content hash, the image's id, reference and digest, the runner's hash, the variant, the
+    limits, the submission's sha256 (and a dataset row's tests'), and deepgym's version."""
 
     has_verdict = True
 

@@ -64,6 +64,8 @@ The error-type vocabulary lives in :data:`deepgym.runner.protocol.ERROR_TYPES`, 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +98,17 @@ class RunFacts:
     image_id: str | None = None
     image_status: str | None = None
     node: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """The host's half of the verdict's provenance (:func:`deepgym.judging.provenance`)."""
+
+
+def provenance(request: Request, observation: RunFacts) -> dict[str, Any]:
+    """A verdict's whole provenance: the host's half and what the request adds (variant, limits, the
+    submission's sha256 and, for a dataset row, its tests')."""
+    tests = None if request.tests is None else hashlib.sha256(
+        json.dumps(request.tests, sort_keys=True).encode()).hexdigest()
+    return {**observation.provenance, "variant": request.variant, "limits": request.limits.to_dict(),
+            "submission_sha256": hashlib.sha256(request.submission.encode()).hexdigest(), "tests_sha256": tests}
 
 
 def classify(request: Request, observation: RunFacts, environment: str) -> Verdict | NoVerdictError:
@@ -109,7 +122,7 @@ def classify(request: Request, observation: RunFacts, environment: str) -> Verdi
     def zero_of(error_type: str, details: str) -> Verdict:
         return zero(error_type, details, environment=environment, runtime=obs.runtime, variant=request.variant,
                     timings={"total_s": round(obs.elapsed_s, 4)}, image_id=obs.image_id,
-                    image_status=obs.image_status, node=obs.node)
+                    image_status=obs.image_status, node=obs.node, provenance=provenance(request, obs))
 
     if obs.infra_error is not None:  # row 1
         if obs.infra_error not in ERROR_TYPES or is_scored(obs.infra_error):
@@ -237,7 +250,7 @@ def _from_report(report: Any, request: Request, obs: RunFacts, environment: str,
     return Verdict(score=score, passed=passed, error_type=error_type, details=str(report.get("details", "")),  # row 7
                    environment=environment, runtime=obs.runtime, variant=request.variant, cases=cases,
                    cases_total=cases_total, timings=timings, image_id=obs.image_id, image_status=obs.image_status,
-                   node=obs.node)
+                   node=obs.node, provenance=provenance(request, obs))
 
 
 def _inconsistency(score: float, passed: Any, error_type: Any) -> str | None:
@@ -255,14 +268,15 @@ def _inconsistency(score: float, passed: Any, error_type: Any) -> str | None:
 
 def zero(error_type: str, details: str, *, environment: str, runtime: str, variant: int = 0,
          timings: dict[str, float] | None = None, image_id: str | None = None,
-         image_status: str | None = None, node: str | None = None) -> Verdict:
+         image_status: str | None = None, node: str | None = None,
+         provenance: dict[str, Any] | None = None) -> Verdict:
     """A scored 0 that a rule decided without a report: a response with nothing to run, an agent that never
     acted, a sandbox the agent broke. ``error_type`` must be a scored type, as every report's is."""
     if error_type not in ERROR_TYPES or not is_scored(error_type):
         raise ValueError(f"{error_type!r} is not a scored error type")
     return Verdict(score=0.0, passed=False, error_type=error_type, details=details, environment=environment,
                    runtime=runtime, variant=variant, timings=dict(timings or {}), image_id=image_id,
-                   image_status=image_status, node=node)
+                   image_status=image_status, node=node, provenance=dict(provenance or {}))
 
 
 @dataclass(frozen=True)
@@ -287,6 +301,9 @@ class EpisodeFacts:
     image_status: str | None = None
     node: str | None = None
     """The machine the episode's sandbox lived on, when the provider chose one (Ray's node id)."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """The episode's provenance: :func:`deepgym.judging.provenance` and its variant (its actions are the
+    agent's, not one submission, so no submission hash)."""
 
 
 def classify_episode(facts: EpisodeFacts) -> Outcome:
@@ -323,4 +340,4 @@ def classify_episode(facts: EpisodeFacts) -> Outcome:
                              actual=c.get("actual")) for c in report.get("cases", []) if isinstance(c, dict))
     return Verdict(score=score, passed=report["passed"], error_type=error_type, details=str(report.get("details", "")),
                    cases=cases, cases_total=len(cases), timings=dict(facts.timings), image_id=facts.image_id,
-                   image_status=facts.image_status, node=facts.node, **where)
+                   image_status=facts.image_status, node=facts.node, provenance=dict(facts.provenance), **where)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..canary import fenced as as_response
 from ..client import DeepGym
 from ..environments import Environment, load_environment
 from ..outcome import Outcome
@@ -62,12 +63,6 @@ class CheckRow:
                 else:
                     worst = max([worst, *(case.cpu_s for case in outcome.cases)])
         return worst
-
-
-def as_response(env: Environment, text: str) -> str:
-    """A solution file as a model would answer: prose around one fenced block."""
-    language = "diff" if env.kind == "patch" else "python"
-    return f"Here is my answer.\n\n```{language}\n{text.rstrip()}\n```\n"
 
 
 def stub_answer(env: Environment) -> str:

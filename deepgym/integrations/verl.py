@@ -14,7 +14,7 @@ verl loads the reward function from the package::
 (``name: acompute_score`` is the same function as a coroutine, which verl awaits instead of giving each
 sample a thread.)
 
-Every call returns the same four keys, all of which verl copies into its reward extra info:
+Every call returns the same five keys, all of which verl copies into its reward extra info:
 
 ``score``       the verdict's score in [0, 1]
 ``passed``      1.0 when every hidden case passed, else 0.0
@@ -23,6 +23,8 @@ Every call returns the same four keys, all of which verl copies into its reward 
 ``error_type``  why a judged sample lost points (``wrong_answer``, ``no_code_block``, ``solution_timeout``...),
                 "" when it passed; for a kept-out sample, the no-verdict type (``image_missing``...). It is a
                 string, so verl's metrics skip it, but it is in the rollout and validation dumps
+``provenance``  the verdict's provenance as a JSON string (what ``deepgym replay`` needs with the response),
+                "" for a sample deepgym did not judge
 
 A sample without a verdict raises :class:`VerlNoVerdictError` (a :class:`~deepgym.verdict.NoVerdictError`),
 never a 0: verl has no way for a reward function to mark a sample unscored.
@@ -30,6 +32,7 @@ never a 0: verl has no way for a reward function to mark a sample unscored.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import numbers
@@ -56,7 +59,7 @@ __all__ = ["REWARD_KEYS", "VerlNoVerdictError", "acompute_score", "agent_loop_co
 
 log = logging.getLogger("deepgym.verl")
 
-REWARD_KEYS = ("score", "passed", "error", "error_type")
+REWARD_KEYS = ("score", "passed", "error", "error_type", "provenance")
 AGENT_LOOP_NAME = "deepgym_single_turn"
 # The multi-turn loop for session environments (deepgym.integrations.verl_tool) and its tool's default name.
 SESSION_AGENT_NAME = "deepgym_agent"
@@ -256,7 +259,7 @@ def _environment_and_variant(data_source: Any, extra_info: Any) -> tuple[str, in
 
 
 def reward_info(result: Any) -> dict[str, Any]:
-    """A reward function's result (a dict with ``score``, or a number) as deepgym's four keys."""
+    """A reward function's result (a dict with ``score``, or a number) as deepgym's five keys."""
     if isinstance(result, Mapping):
         score = float(result["score"])
         passed = result.get("passed")
@@ -264,7 +267,7 @@ def reward_info(result: Any) -> dict[str, Any]:
     else:
         score, passed, error_type = float(result), None, None
     passed = float(bool(passed)) if passed is not None else float(score >= 1.0)
-    return {"score": score, "passed": passed, "error": 0.0, "error_type": str(error_type or "")}
+    return {"score": score, "passed": passed, "error": 0.0, "error_type": str(error_type or ""), "provenance": ""}
 
 
 def _judge(env: str | Environment | RowTask, solution_str: str, variant: int, client: DeepGym,
@@ -274,11 +277,11 @@ def _judge(env: str | Environment | RowTask, solution_str: str, variant: int, cl
 
 
 def _reward(outcome: Any) -> dict[str, Any]:
-    """A reward function's four keys for an outcome; raises VerlNoVerdictError when it has no verdict."""
+    """A reward function's five keys for an outcome; raises VerlNoVerdictError when it has no verdict."""
     if not outcome.has_verdict:
         raise VerlNoVerdictError.wrap(outcome)
     return {"score": float(outcome.score), "passed": 1.0 if outcome.passed else 0.0, "error": 0.0,
-            "error_type": outcome.error_type or ""}
+            "error_type": outcome.error_type or "", "provenance": json.dumps(outcome.provenance, sort_keys=True)}
 
 
 def _target(data_source: Any, ground_truth: Any, extra_info: Any, kwargs: Mapping[str, Any]

@@ -158,6 +158,6 @@ def keep_out(output: AgentLoopOutput, exc: NoVerdictError, *, config: Any, advic
     output.response_mask = [0] * len(output.response_mask)
     output.reward_score = 0.0
     output.extra_fields["reward_extra_info"] = {"score": 0.0, "passed": 0.0, "error": 1.0,
-                                                "error_type": exc.error_type}
+                                                "error_type": exc.error_type, "provenance": ""}
     log.warning("deepgym: no verdict (%s), so this %s's response mask is zeroed and it is not trained on: %s",
                 exc.error_type, what, exc.reason)

@@ -92,6 +92,9 @@ ERROR_TYPES: dict[str, tuple[bool, str]] = {
     "invalid_score": (False, "the report's score was not a finite number in [0, 1]"),
     "host_overloaded": (False, "a wall-clock limit or the host's deadline fired while the host starved the sandbox "
                                "of CPU"),
+    "image_unhealthy": (False, "a canary (the environment's reference or known-wrong solution, judged now and then "
+                               "in the same image) got a wrong verdict, so the image's verdicts cannot be trusted "
+                               "until a canary passes again"),
     "cancelled": (False, "deepgym was shutting down (SIGTERM, SIGINT, deepgym.shutdown) before the sample had its "
                          "verdict, so it was stopped or never started"),
 }

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, Union
 
 from ..admission import Admission, AdmissionCancelled, AdmissionTimeout, Slot
 from ..environments import Environment, load_environment, sandbox_spec
+from ..judging import provenance
 from ..outcome import NoVerdictError, Outcome, Verdict
 from ..sandbox import ImageMissing, Mount, Provider, SandboxError, SandboxSpec, StartFailure
 from ..shutdown import requested
@@ -79,6 +80,8 @@ class Context:
     admission: Admission | None
     monitor: NoVerdictMonitor
     runtime: str
+    gate: Callable[[Environment], NoVerdictError | None] | None = None
+    """The canaries' gate (:mod:`deepgym.canary`): a start it refuses ends the episode with that refusal."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,8 @@ class Episode:
         self._lifetime_s = (self.limits.episode_s + self._wait_allowance_s + actions.verify_deadline_s(self)
                             + 3 * HOST_GRACE_S)
         self._outcome: Outcome | None = None
+        self._refused: NoVerdictError | None = None
+        self._gated = False
 
     @property
     def acted(self) -> bool:
@@ -213,8 +218,9 @@ class Episode:
         """Make the episode's container ready; returns the first observation. Raises NoVerdictError when the
         sandbox cannot be made (the container is removed then). ``wait``: how the caller's own wait for the
         call's slot ended (see the module's docstring); None, and the call waits itself."""
-        if self._sandbox is not None or self._outcome is not None:
+        if self._sandbox is not None or self._outcome not in (None, self._refused):
             raise RuntimeError("this session was started already; open a new one for another episode")
+        self.pass_gate()
         with self._admitted("start", wait) as refused:
             if refused is not None:
                 raise refused
@@ -231,6 +237,17 @@ class Episode:
             raise self._outcome
         self._clock.observed = time.monotonic()
         return first
+
+    def pass_gate(self) -> None:
+        """Pass the canaries' gate once (:mod:`deepgym.canary`), before the episode holds a slot, since a due
+        check needs slots of its own; a refusal ends the episode and is raised (again, on every start)."""
+        if not self._gated:
+            self._gated = True
+            self._refused = self.context.gate(self.env) if self.context.gate is not None else None
+            if self._refused is not None:
+                self._end(self._refused)
+        if self._refused is not None:
+            raise self._refused
 
     def step(self, action: Any, *, wait: Wait | None = None) -> StepResult:
         """Run one action as the agent and return what it sees.
@@ -363,7 +380,9 @@ class Episode:
         return classify_episode(EpisodeFacts(report=found.report, deadline_hit=found.deadline_hit,
                                              in_play=found.in_play, said=found.said, timings=timings,
                                              image_id=self.image_id, image_status=self.image_status, node=self.node,
-                                             **self.where()))
+                                             provenance={**provenance(self.context.provider, self.env,
+                                                                      self.context.images, self.image_id),
+                                                         "variant": self.variant}, **self.where()))
 
     def _failure(self, exc: SandboxError, phase: str) -> Outcome:
         """The outcome of a sandbox failure in ``phase`` after the start, by the failure table."""

@@ -13,6 +13,7 @@ import pytest
 pytestmark = pytest.mark.verl
 
 from verl.experimental.agent_loop.single_turn_agent_loop import SingleTurnAgentLoop  # noqa: E402
+from verl_fakes import without_provenance  # noqa: E402
 from verl_fakes import (  # noqa: E402
     LineTokenizer,
     ScriptedServer,
@@ -68,7 +69,7 @@ def test_a_configured_custom_reward_function_scores_the_sample(dataset_row, tmp_
     config = loop_config(use_v1=True, reward_path=str(module), reward_kwargs={"scale": "quarter"})
     [output] = run_loop(config, dataset_row, RIGHT)
     assert output.reward_score == 0.25
-    assert output.extra_fields["reward_extra_info"] == {"score": 0.25, "passed": 0.0, "error": 0.0, "error_type": ""}
+    assert without_provenance(output.extra_fields["reward_extra_info"]) == {"score": 0.25, "passed": 0.0, "error": 0.0, "error_type": ""}
 
 
 @pytest.mark.docker
@@ -76,9 +77,9 @@ def test_a_configured_custom_reward_function_scores_the_sample(dataset_row, tmp_
 def test_right_answer_earns_1_and_wrong_answer_0_both_trained_on(use_v1, dataset_row, coin_change_image):
     right, wrong = run_loop(loop_config(use_v1=use_v1, **DEEPGYM_REWARD), dataset_row, RIGHT, WRONG)
     assert right.reward_score == 1.0
-    assert right.extra_fields["reward_extra_info"] == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert without_provenance(right.extra_fields["reward_extra_info"]) == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
     assert wrong.reward_score == 0.0
-    assert wrong.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+    assert without_provenance(wrong.extra_fields["reward_extra_info"]) == {"score": 0.0, "passed": 0.0, "error": 0.0,
                                                        "error_type": "wrong_answer"}
     for output, text in ((right, RIGHT), (wrong, WRONG)):
         assert output.response_mask == [1] * response_tokens(text)  # every generated token is trained on
@@ -102,7 +103,7 @@ def test_reasoning_open_in_the_loop_entry(reward, cut_off_score, dataset_row, co
                                name=name)
     assert cut_off.reward_score == cut_off_score
     if cut_off_score == 0.0:  # no answer: the model's fault, scored and trained on
-        assert cut_off.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+        assert without_provenance(cut_off.extra_fields["reward_extra_info"]) == {"score": 0.0, "passed": 0.0, "error": 0.0,
                                                              "error_type": "no_code_block"}
     assert cut_off.response_mask == [1] * response_tokens(CUT_OFF_REASONING)
     assert closed.reward_score == 1.0
@@ -143,7 +144,7 @@ def test_a_bad_patch_is_the_models_fault_scored_0_and_trained_on():
     outputs = run_loop(loop_config(use_v1=True, **DEEPGYM_REWARD), row, *patches.values())
     for error_type, text, output in zip(patches, patches.values(), outputs, strict=True):
         assert output.reward_score == 0.0
-        assert output.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+        assert without_provenance(output.extra_fields["reward_extra_info"]) == {"score": 0.0, "passed": 0.0, "error": 0.0,
                                                             "error_type": error_type}
         assert output.response_mask == [1] * response_tokens(text)
 
@@ -171,7 +172,7 @@ def test_no_verdict_is_dropped_under_v1_and_masked_under_legacy(failure, use_v1,
             [output] = run_loop(config, dataset_row, RIGHT)
         assert output.response_mask == [0] * response_tokens(RIGHT)
         assert output.reward_score == 0.0
-        assert output.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 1.0,
+        assert without_provenance(output.extra_fields["reward_extra_info"]) == {"score": 0.0, "passed": 0.0, "error": 1.0,
                                                             "error_type": error_type}
         assert any(error_type in record.getMessage() for record in caplog.records)
     assert kept_out_count() == before + 1
@@ -231,7 +232,8 @@ def test_warns_when_more_than_5_of_100_samples_are_kept_out(dataset_row, coin_ch
         run_loop(config, dataset_row, RIGHT)
         assert block_warnings() == 2
     assert kept_out.snapshot() == {"samples": 106, "no_verdict": 12, "warnings": 2, "block_samples": 6,
-                                   "block_no_verdict": 6, "by_error_type": {"image_missing": 12}}
+                                   "block_no_verdict": 6, "by_error_type": {"image_missing": 12},
+                                   "canary_failures": 0, "unhealthy_images": {}}
     assert kept_out_count() == 12
 
 

@@ -14,6 +14,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 from verl.utils.config import omega_conf_to_dataclass  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
+from verl_fakes import without_provenance  # noqa: E402
 from verl_fakes import LineTokenizer, fenced, solution  # noqa: E402
 
 from deepgym.cli import main  # noqa: E402
@@ -103,6 +104,6 @@ def test_generated_dapo_reward_module_is_loaded_by_verl(tmp_path, coin_change_im
     compute_score = get_custom_reward_fn(config)
     result = compute_score(data_source="anything", solution_str=fenced(solution("coin_change", "reference")),
                            ground_truth="", extra_info={})
-    assert result == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert without_provenance(result) == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
     with pytest.raises(LookupError, match="unknown environment"):
         generate_dapo_reward_module("no_such_environment")

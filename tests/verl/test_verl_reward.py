@@ -4,6 +4,7 @@ reward_kwargs, and verl's own naive and dapo reward managers on rows written by 
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn, load_reward_manager  # noqa: E402
+from verl_fakes import without_provenance  # noqa: E402
 from verl_fakes import EOS, EOS_ID, LineTokenizer, fenced, solution  # noqa: E402
 
 from deepgym import NoVerdictError  # noqa: E402
@@ -77,10 +79,11 @@ def test_compute_score_loaded_by_verl_with_pkg_path_and_reward_kwargs(coin_chang
     right = call_as_verl(fn, RIGHT, row, reward_router_address=None, mode="daytona")
     wrong = call_as_verl(fn, WRONG, row)
     prose = call_as_verl(fn, PROSE, row)
-    assert right == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
-    assert wrong == {"score": 0.0, "passed": 0.0, "error": 0.0, "error_type": "wrong_answer"}
-    assert prose == {"score": 0.0, "passed": 0.0, "error": 0.0, "error_type": "no_code_block"}
+    assert without_provenance(right) == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert without_provenance(wrong) == {"score": 0.0, "passed": 0.0, "error": 0.0, "error_type": "wrong_answer"}
+    assert without_provenance(prose) == {"score": 0.0, "passed": 0.0, "error": 0.0, "error_type": "no_code_block"}
     assert all(tuple(result) == REWARD_KEYS for result in (right, wrong, prose))
+    assert json.loads(right["provenance"])["environment"] == "coin_change" and prose["provenance"] == "{}"
 
 
 @pytest.mark.docker
@@ -111,7 +114,7 @@ def test_reasoning_open_from_reward_kwargs_gives_a_cut_off_reasoning_no_answer(c
         "reward_kwargs": {"reasoning": "open"}}}}))
     auto_fn = get_custom_reward_fn(reward_config("docker"))
     row = coin_change_row()
-    assert call_as_verl(open_fn, CUT_OFF_REASONING, row) == {"score": 0.0, "passed": 0.0, "error": 0.0,
+    assert without_provenance(call_as_verl(open_fn, CUT_OFF_REASONING, row)) == {"score": 0.0, "passed": 0.0, "error": 0.0,
                                                              "error_type": "no_code_block"}
     assert call_as_verl(open_fn, CLOSED_REASONING, row)["score"] == 1.0
     assert call_as_verl(auto_fn, CUT_OFF_REASONING, row)["score"] == 1.0  # auto: no tag, so the draft is the answer

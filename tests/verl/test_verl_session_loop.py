@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.verl, pytest.mark.docker]
 
 from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop  # noqa: E402
 from verl.tools.tool_registry import initialize_tools_from_config  # noqa: E402
+from verl_fakes import without_provenance  # noqa: E402
 from verl_fakes import LineTokenizer, ScriptedServer, instantiate_loop, loop_config  # noqa: E402
 
 from deepgym import NoVerdictError  # noqa: E402
@@ -133,7 +134,7 @@ def test_the_reference_episode_earns_1_and_its_container_is_removed(use_v1, tmp_
     server = Server(*map(call, actions), "All files are sorted.")
     output = run_episode(session_config(use_v1=use_v1), row, server)
     assert output.reward_score == 1.0
-    assert output.extra_fields["reward_extra_info"] == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert without_provenance(output.extra_fields["reward_extra_info"]) == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
     assert output.num_turns == 2 * len(actions) + 2 and 0 in output.response_mask and 1 in output.response_mask
     shown = seen_by_model(server)
     assert "Read `RULES.md`" in shown and "./private/secret_keys.csv" in shown  # the start, the last output
@@ -159,7 +160,7 @@ def test_a_policy_that_never_calls_the_tool_earns_0(tmp_path):
     row = dataset_row(tmp_path, "shell_organise_files")
     output = run_episode(session_config(use_v1=True), row, Server("I would sort the files by hand."))
     assert output.reward_score == 0.0
-    assert output.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 0.0,
+    assert without_provenance(output.extra_fields["reward_extra_info"]) == {"score": 0.0, "passed": 0.0, "error": 0.0,
                                                         "error_type": "no_action"}
     assert set(output.response_mask) == {1} and none_left("shell_organise_files")
 
@@ -194,7 +195,7 @@ def test_an_engine_lost_mid_episode_gives_no_verdict(use_v1, tmp_path, caplog):
         else:
             output = run_episode(session_config(use_v1=False), row, server)
             assert output.response_mask == [0] * len(output.response_mask)
-            assert output.extra_fields["reward_extra_info"] == {"score": 0.0, "passed": 0.0, "error": 1.0,
+            assert without_provenance(output.extra_fields["reward_extra_info"]) == {"score": 0.0, "passed": 0.0, "error": 1.0,
                                                                 "error_type": "daemon_unavailable"}
             tool_said = server.tokenizer.decode(output.response_ids)
             assert "The environment stopped" in tool_said and "engine" not in tool_said

@@ -169,3 +169,9 @@ def solution(env: str, name: str) -> str:
     matches = sorted((ENVIRONMENTS / env / "solutions").glob(f"{name}.*"))
     assert matches, f"no solution {name} in {env}"
     return matches[0].read_text()
+
+
+def without_provenance(reward_info: dict) -> dict:
+    """deepgym's reward extra info without its ``provenance`` string, which names this host's image
+    (tests/canary/test_replay.py checks what provenance holds)."""
+    return {key: value for key, value in reward_info.items() if key != "provenance"}
