@@ -11,7 +11,9 @@ tokens still count in the loss's normaliser and still carry the KL and entropy t
 :class:`DeepGymGRPOTrainer` (built from :class:`DeepGymGRPOMixin` on first use) closes both gaps: a sample a
 deepgym reward function returned ``None`` for is left out of its group's mean and standard deviation, its
 completion mask goes to zero, and a group with fewer than two scored samples is masked whole. docs/trl.md
-cites the TRL lines this changes.
+cites the TRL lines this changes. It does the same for a rollout whose deepgym environment
+(:mod:`deepgym.integrations.trl_env`, TRL's ``environment_factory``) returned ``None`` from ``get_reward``, and
+its ``train`` removes every such environment's container however it ends.
 
 Nothing is imported from TRL or torch until :class:`DeepGymGRPOTrainer` is first used, so the reward
 functions and :func:`generate_trl_dapo_config` work without them.
@@ -256,7 +258,8 @@ class DeepGymGRPOMixin:
     """Put before ``GRPOTrainer`` (or your subclass of it) to keep samples without a verdict out of the loss.
 
     A sample is *kept out* when a deepgym reward function (one made by this module) returned ``None`` for it,
-    or when every reward function did. Then:
+    when the deepgym environment that ran it (:mod:`deepgym.integrations.trl_env`) did, or when every reward
+    function did. Then:
 
     - its rewards are set to NaN before TRL computes advantages, so its group's mean and standard deviation
       come from the samples with a verdict (TRL's nan-aware statistics) and its own advantage is 0;
@@ -279,7 +282,8 @@ class DeepGymGRPOMixin:
         # the rollouts of other classes (grpo_trainer.py:706-731): a deepgym environment's column.
         classes = {type(pool[0]) for pool in self._deepgym_pools()}
         ours = {cls.__name__ for cls in classes if getattr(cls, DEEPGYM_REWARD_ATTR, False)}
-        self._deepgym_env_columns = [i for i, name in enumerate(self.reward_func_names) if name in ours]
+        names = getattr(self, "reward_func_names", [])
+        self._deepgym_env_columns = [i for i, name in enumerate(names) if name in ours]
 
     def train(self, *args: Any, **kwargs: Any) -> Any:
         """TRL's ``train``; then, however it ended, every deepgym environment's container is removed (a rollout

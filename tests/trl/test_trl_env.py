@@ -219,3 +219,40 @@ def test_a_training_run_that_fails_mid_rollout_leaves_no_container(environments,
     assert len(alive) == 1 and len(alive[0]) == GROUP  # the episodes were alive, unscored, when it failed
     assert all(env.outcome is None for env in trainer.environments)
     assert my_containers() == []
+
+
+def test_an_episode_is_scored_once_and_its_container_removed_on_every_path(environments):
+    import gc
+
+    from deepgym.errors import ConfigurationError
+    from deepgym.integrations.trl import trl_rows
+    from deepgym.integrations.trl_env import OVER, DeepGymShellEnv, make_trl_env_factory
+
+    row = trl_rows(SHELL)[0]
+    env = make_trl_env_factory(SHELL, mode="docker")()
+    assert env.reward is None and env.bash("ls").startswith("[no episode")  # nothing started yet
+    env.reset(**row)
+    first = my_containers()
+    env.reset(**row)  # a pooled instance's next rollout: the last episode's container goes
+    assert len(first) == 1 and len(my_containers()) == 1 and my_containers() != first
+    env.bash(LARGEST)
+    assert env.reward == 1.0 and my_containers() == []
+    verdict = env.outcome
+    assert env.get_reward() == 1.0 and env.outcome is verdict and env.bash("ls") == OVER
+    env.reset(**row)
+    del env  # dropped without its reward
+    gc.collect()
+    assert my_containers() == []
+
+    # Without an environment, each row names it; the tools must fit its session, or reset refuses before any start.
+    env = make_trl_env_factory(terminal=True, mode="docker")()
+    env.reset(**trl_rows(HARBOR)[0])
+    env.run("ls")
+    assert env.reward == 0.0
+    with pytest.raises(ConfigurationError, match="Fix: use DeepGymTerminalEnv"):
+        DeepGymShellEnv(mode="docker").reset(**trl_rows(HARBOR)[0])
+    with pytest.raises(ConfigurationError, match="terminal=True or False"):
+        make_trl_env_factory()
+    with pytest.raises(ConfigurationError, match="leave terminal unset"):
+        make_trl_env_factory(HARBOR, terminal=False)
+    assert my_containers() == []
