@@ -310,9 +310,9 @@ class DeepGymGRPOMixin:
         if ours:
             no_verdict |= nan[:, ours].any(dim=1)
         if self._deepgym_env_columns:  # a rollout a deepgym environment ran is None in its own column only
-            ran = torch.tensor([getattr(type(env), DEEPGYM_REWARD_ATTR, False) for env in self.environments],
-                               device=nan.device)
-            no_verdict |= self.accelerator.gather(ran) & nan[:, self._deepgym_env_columns].all(dim=1)
+            ran = torch.tensor([int(getattr(type(env), DEEPGYM_REWARD_ATTR, False)) for env in self.environments],
+                               device=nan.device)  # gathered as integers: not every backend gathers bools
+            no_verdict |= self.accelerator.gather(ran).bool() & nan[:, self._deepgym_env_columns].all(dim=1)
         rewards_per_func = rewards_per_func.clone()
         rewards_per_func[no_verdict] = torch.nan  # TRL's "unscorable" row: out of the group statistics
 
