@@ -26,30 +26,44 @@ CHAT_TEMPLATE = ("{% for message in messages %}<|{{ message['role'] }}|>{{ messa
                  "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 
-def tiny_tokenizer() -> Any:
-    """A character-level tokenizer with a chat template, built without any download."""
+# With tools: Qwen3's tokens and chat template (shipped in TRL), which renders tool schemas and tool calls, and
+# whose replies TRL knows how to parse; every printable character, since tool calls carry shell commands.
+TOOL_SPECIAL = ["<|endoftext|>", "<|im_end|>", "<unk>", "<|im_start|>", "<tool_call>", "</tool_call>",
+                "<tool_response>", "</tool_response>", "<think>", "</think>"]
+
+
+def tiny_tokenizer(tools: bool = False) -> Any:
+    """A character-level tokenizer with a chat template (one that renders tool calls, with ``tools``), built
+    without any download."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: i for i, token in enumerate(SPECIAL + CHARACTERS)}
+    special = TOOL_SPECIAL if tools else SPECIAL
+    characters = sorted(set(string.printable) - set("\x0b\x0c\r")) if tools else CHARACTERS
+    vocab = {token: i for i, token in enumerate(special + characters)}
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     backend.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>",
-                                        unk_token="<unk>", additional_special_tokens=SPECIAL[3:],
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token=special[0], eos_token=special[1],
+                                        unk_token="<unk>", additional_special_tokens=special[3:],
                                         padding_side="left")
-    tokenizer.chat_template = CHAT_TEMPLATE
+    if tools:
+        from trl.chat_template_utils import qwen3_chat_template
+
+        tokenizer.chat_template = qwen3_chat_template
+    else:
+        tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
 
-def tiny_model(tokenizer: Any, seed: int = 0) -> Any:
-    """A two-layer Llama with random weights sized for ``tokenizer``."""
+def tiny_model(tokenizer: Any, seed: int = 0, positions: int = 1024) -> Any:
+    """A two-layer Llama with random weights sized for ``tokenizer``, for sequences of up to ``positions`` tokens."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=positions,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
                          bos_token_id=None, tie_word_embeddings=True)
     return LlamaForCausalLM(config)

@@ -11,7 +11,9 @@ tokens still count in the loss's normaliser and still carry the KL and entropy t
 :class:`DeepGymGRPOTrainer` (built from :class:`DeepGymGRPOMixin` on first use) closes both gaps: a sample a
 deepgym reward function returned ``None`` for is left out of its group's mean and standard deviation, its
 completion mask goes to zero, and a group with fewer than two scored samples is masked whole. docs/trl.md
-cites the TRL lines this changes.
+cites the TRL lines this changes. It does the same for a rollout whose deepgym environment
+(:mod:`deepgym.integrations.trl_env`, TRL's ``environment_factory``) returned ``None`` from ``get_reward``, and
+its ``train`` removes every such environment's container however it ends.
 
 Nothing is imported from TRL or torch until :class:`DeepGymGRPOTrainer` is first used, so the reward
 functions and :func:`generate_trl_dapo_config` work without them.
@@ -103,7 +105,7 @@ def _truths(kwargs: Mapping[str, Any], n: int) -> list[Any]:
             for truth, model in zip(truths, models)]
 
 
-class _Scorer:
+class Scorer:
     """Judges a batch of TRL completions and turns the outcomes into TRL rewards and metrics."""
 
     def __init__(self, env: str | Environment | None, mode: str, dg: DeepGym | None, variant: int | None,
@@ -117,7 +119,7 @@ class _Scorer:
         self.allow_local = allow_local
         self.name = f"deepgym_{self.environment.id}" if self.environment else "deepgym"
 
-    def _targets(self, n: int, kwargs: Mapping[str, Any]) -> tuple[list[str | Environment | RowTask], list[int]]:
+    def targets(self, n: int, kwargs: Mapping[str, Any]) -> tuple[list[str | Environment | RowTask], list[int]]:
         """Per sample: the environment (fixed, else the row's ``env_column``, else verl's ``extra_info`` /
         ``data_source``) and the variant (fixed, else the row's ``variant``, else ``extra_info``, else 0), or the
         row's own tests when its ``data_source`` names a row format (:mod:`deepgym.rows`)."""
@@ -151,7 +153,7 @@ class _Scorer:
 
     def judge(self, completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Outcome]:
         texts = [_completion_text(c) for c in completions]
-        envs, variants = self._targets(len(texts), kwargs)
+        envs, variants = self.targets(len(texts), kwargs)
         client = self.dg or get_client(self.mode, allow_local=self.allow_local)
         workers = max(1, min(self.max_parallel or client.max_parallel, len(texts)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym-trl") as pool:
@@ -173,7 +175,7 @@ class _Scorer:
         return [float(o.score) if o.has_verdict else None for o in outcomes]
 
 
-def _named(fn: Callable[..., Any], scorer: _Scorer) -> Callable[..., Any]:
+def _named(fn: Callable[..., Any], scorer: Scorer) -> Callable[..., Any]:
     fn.__name__ = scorer.name  # TRL names the reward's metrics after it: rewards/deepgym_coin_change/mean
     fn.__qualname__ = scorer.name
     setattr(fn, DEEPGYM_REWARD_ATTR, True)
@@ -199,7 +201,7 @@ def make_trl_reward_fn(env: str | Environment | None = None, *, mode: str = "aut
     ``mode`` is any deepgym mode: ``auto`` (docker), ``docker``, a remote provider, ``ray`` (your Ray cluster's
     nodes judge, docs/ray.md) or ``local`` (``allow_local`` opts in); ``dg`` uses your own client.
     """
-    scorer = _Scorer(env, mode, dg, variant, env_column, max_parallel, allow_local)
+    scorer = Scorer(env, mode, dg, variant, env_column, max_parallel, allow_local)
 
     def reward_fn(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         return scorer.rewards(scorer.judge(completions, kwargs), kwargs)
@@ -214,7 +216,7 @@ def make_trl_async_reward_fn(env: str | Environment | None = None, *, mode: str 
     """:func:`make_trl_reward_fn` as a coroutine function, for TRL's async reward path: ``GRPOTrainer`` gathers
     its async reward functions on its event loop, so this one's containers run while the other async rewards
     wait. Judging happens in a worker thread, keeping the loop free; TRL's metrics are logged on the loop."""
-    scorer = _Scorer(env, mode, dg, variant, env_column, max_parallel, allow_local)
+    scorer = Scorer(env, mode, dg, variant, env_column, max_parallel, allow_local)
 
     async def reward_fn(completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         outcomes = await asyncio.to_thread(scorer.judge, completions, kwargs)
@@ -258,7 +260,8 @@ class DeepGymGRPOMixin:
     """Put before ``GRPOTrainer`` (or your subclass of it) to keep samples without a verdict out of the loss.
 
     A sample is *kept out* when a deepgym reward function (one made by this module) returned ``None`` for it,
-    or when every reward function did. Then:
+    when the deepgym environment that ran it (:mod:`deepgym.integrations.trl_env`) did, or when every reward
+    function did. Then:
 
     - its rewards are set to NaN before TRL computes advantages, so its group's mean and standard deviation
       come from the samples with a verdict (TRL's nan-aware statistics) and its own advantage is 0;
@@ -277,6 +280,27 @@ class DeepGymGRPOMixin:
         super().__init__(*args, **kwargs)
         self.deepgym_filter_groups = filter_groups
         self._deepgym_masked: torch.Tensor | None = None
+        # TRL adds one reward column per environment class with ``get_reward``, named after the class, None for
+        # the rollouts of other classes (grpo_trainer.py:706-731): a deepgym environment's column.
+        classes = {type(pool[0]) for pool in self._deepgym_pools()}
+        ours = {cls.__name__ for cls in classes if getattr(cls, DEEPGYM_REWARD_ATTR, False)}
+        names = getattr(self, "reward_func_names", [])
+        self._deepgym_env_columns = [i for i, name in enumerate(names) if name in ours]
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """TRL's ``train``; then, however it ended, every deepgym environment's container is removed (a rollout
+        whose reward was never read, because generation or another reward raised, still holds one)."""
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            for pool in self._deepgym_pools():
+                for env in pool:
+                    if getattr(type(env), DEEPGYM_REWARD_ATTR, False):
+                        env._close()
+
+    def _deepgym_pools(self) -> list[list[Any]]:
+        """TRL's environment instances, one list per environment name (none without ``environment_factory``)."""
+        return [pool for pool in (getattr(self, "_environment_pool", None) or {}).values() if pool]
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
         import torch
@@ -287,6 +311,10 @@ class DeepGymGRPOMixin:
         no_verdict = nan.all(dim=1)
         if ours:
             no_verdict |= nan[:, ours].any(dim=1)
+        if self._deepgym_env_columns:  # a rollout a deepgym environment ran is None in its own column only
+            ran = torch.tensor([int(getattr(type(env), DEEPGYM_REWARD_ATTR, False)) for env in self.environments],
+                               device=nan.device)  # gathered as integers: not every backend gathers bools
+            no_verdict |= self.accelerator.gather(ran).bool() & nan[:, self._deepgym_env_columns].all(dim=1)
         rewards_per_func = rewards_per_func.clone()
         rewards_per_func[no_verdict] = torch.nan  # TRL's "unscorable" row: out of the group statistics
 
@@ -312,10 +340,14 @@ class DeepGymGRPOMixin:
 
     def _deepgym_error_types(self, n: int) -> list[str]:
         """This process's no-verdict types, from the column a deepgym reward function logged through TRL's
-        ``log_extra`` for this batch (not flushed yet); ``unknown`` for a sample no deepgym function judged."""
+        ``log_extra`` for this batch (not flushed yet), else from the outcomes of this batch's deepgym
+        environments; ``unknown`` for a sample no deepgym function or environment judged."""
         for column, values in getattr(self, "_pending_extra_logs", {}).items():
             if column.startswith("deepgym") and column.endswith("_error_type") and len(values) == n:
                 return [str(value or "unknown") for value in values]
+        environments = getattr(self, "environments", None) or []
+        if len(environments) == n:
+            return [getattr(getattr(env, "outcome", None), "error_type", None) or "unknown" for env in environments]
         return ["unknown"] * n
 
     def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:

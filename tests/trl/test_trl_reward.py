@@ -29,8 +29,8 @@ class Log:
 
 
 def test_importing_the_module_loads_neither_trl_nor_torch():
-    code = ("import sys, deepgym.integrations.trl as t; t.make_trl_reward_fn; t.generate_trl_dapo_config; "
-            "print(' '.join(m for m in ('trl', 'torch', 'transformers', 'docker') if m in sys.modules))")
+    code = ("import sys, deepgym.integrations.trl as t, deepgym.integrations.trl_env as e; t.make_trl_reward_fn; "
+            "t.generate_trl_dapo_config; e.DeepGymShellEnv; e.make_trl_env_factories; print(' '.join(m for m in ('trl', 'torch', 'transformers', 'docker') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == []
 
