@@ -81,6 +81,11 @@ class ShellActions:
         if not self.runner.own_uids and env.services:
             return (f"{env.id} has services, which need a sandbox's uids; mode={episode.context.runtime!r} has "
                     f"none. Use mode='docker'")
+        if verifier_network(env):
+            return (f"{env.id}'s verifier asks for a network (task.toml's verifier.network_mode = \"public\"), "
+                    f"which deepgym does not attach yet: its test.sh would run offline and could score the agent 0 "
+                    f"for the missing network. Set [verifier] network_mode = \"no-network\" in task.toml and "
+                    f"import it again if test.sh works offline")
         if episode_mounts(env.session) and not episode.context.provider.mounts:
             return (f"{env.id} needs folders of its own in its sandbox (session.workspace {env.session.workspace}, "
                     f"verifier {env.session.verifier}); mode={episode.context.runtime!r} cannot make them. "
@@ -181,6 +186,13 @@ class ShellActions:
             raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
                               f"{result.stderr_tail.strip()[-300:]}")
         return None, in_play, result.timed_out
+
+
+def verifier_network(env: Environment) -> bool:
+    """Whether the environment's script verifier asks for a network while it verifies (session.json's
+    ``script.network``: an imported task's ``verifier.network_mode = "public"``)."""
+    config = json.loads((env.tests_dir / "session.json").read_text())
+    return bool(config.get("script", {}).get("network", False))
 
 
 def episode_mounts(limits: SessionLimits) -> tuple[Mount, ...]:
