@@ -99,6 +99,9 @@ class SandboxSpec:
     """The only capabilities the sandbox's processes may hold; the runner drops them before untrusted code."""
     mounts: tuple[Mount, ...] = ()
     """Writable folders beyond ``/tmp`` (an episode's own workspace, the script verifier's folders)."""
+    network_later: bool = False
+    """Made with no network, as without :attr:`network`, but so that :meth:`Sandbox.set_network` can attach one
+    later (a script verifier's, only while it verifies): for the providers whose :attr:`Provider.late_network`."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,11 @@ class Sandbox(ABC):
         :attr:`Provider.streams` is true. ``options.timeout_s`` does not apply (the caller's reads have their
         own deadlines); ``stdin`` must be empty. Raises SandboxError."""
         raise NotImplementedError(f"{type(self).__name__} cannot keep a command's stream open")
+
+    def set_network(self, on: bool) -> None:
+        """Attach (``on``) or detach the network of a sandbox made with :attr:`SandboxSpec.network_later`: a
+        capability of the providers whose :attr:`Provider.late_network` is true. Raises SandboxError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot attach a network to a running sandbox")
 
     @abstractmethod
     def put(self, path: str, file: File) -> None:
@@ -313,6 +321,8 @@ class Provider(ABC):
     mounts: ClassVar[bool] = False
     """Whether it makes a spec's :attr:`SandboxSpec.mounts` (an episode's own workspace, the script verifier's
     folders); episodes that need them are refused elsewhere."""
+    late_network: ClassVar[bool] = False
+    """Whether it makes :attr:`SandboxSpec.network_later` sandboxes, whose :meth:`Sandbox.set_network` works."""
     process_isolation: ClassVar[bool] = False
     """Whether a sample may ask for ``isolation="process"`` here: the provider has warm sandboxes
     (:meth:`warm_pool`), or isolates nothing either way."""
