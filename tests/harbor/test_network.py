@@ -101,3 +101,23 @@ def test_the_docker_sandbox_takes_the_network_only_while_attached(gym, online: s
         assert ANSWER not in box.exec(fetch, ExecOptions(timeout_s=30)).stdout.decode()
     finally:
         box.close()
+
+
+def test_an_agents_process_waiting_for_the_network_is_gone_before_it_comes(gym, online: str, url: str) -> None:
+    """A loop the agent leaves behind, retrying the server, is killed and proved gone before the network is
+    attached: only test.sh's request arrives. A tampering plant ends the verification before any network."""
+    Answer.served.clear()
+    loop = f'(while true; do {FETCH} "{url}" >> /tmp/got 2>&1; sleep 0.1; done) > /dev/null 2>&1 &'
+    with gym.session(online) as session:
+        session.start()
+        session.step(loop)
+        verdict = session.score()
+    assert (verdict.score, verdict.error_type) == (1.0, None), verdict.details
+    assert Answer.served == ["/answer"]
+    Answer.served.clear()
+    with gym.session(online) as session:
+        session.start()
+        session.step(f"{loop} echo 'import os' > /tmp/evil.pth")
+        verdict = session.score()
+    assert (verdict.score, verdict.error_type) == (0.0, "test_infra_tampering"), verdict.details
+    assert Answer.served == []
