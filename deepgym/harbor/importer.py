@@ -333,6 +333,8 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
     (tests / "verify.py").write_text(_VERIFY)
     script: dict[str, object] = {"command": VERIFIER_COMMAND, "tests": "harbor",
                                  "env": {**task.task_env, **task.verifier_env}, "agent_env": task.task_env}
+    if task.verifier_network:
+        script["network"] = True
     if facts.entrypoint:
         script.update(entrypoint=entrypoint_argv(facts.entrypoint), healthcheck=task.healthcheck,
                       health_s=health_budget_s(task.healthcheck))

@@ -58,7 +58,8 @@ FIELDS: tuple[Field, ...] = (
     Field("verifier.env", SUPPORTED, "literal values passed to test.sh; a `${VAR}` from the host is refused"),
     Field("verifier.user", IGNORED, "test.sh runs as deepgym's verifier uid, never root nor a uid the agent had"),
     Field("verifier.network_mode", SUPPORTED, "`public`: the verifier, and only it, gets a network while it "
-                                              "verifies; `no-network` or unset: none; `allowlist` is refused"),
+                                              "verifies (docker only); `no-network` or unset: none; `allowlist` "
+                                              "is refused"),
     Field("verifier.allowed_hosts", REFUSED, "deepgym has no egress allowlist; use network_mode public or "
                                              "no-network"),
     Field("verifier.environment_mode", SUPPORTED, "`shared` (the default) only; `separate` is refused"),

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..errors import DeepGymError
+from .errors import ImageMissing, NodeLost, ProviderUnavailable, SandboxError, SandboxLost, StartFailure  # noqa: F401
 
 if TYPE_CHECKING:
     import socket
@@ -103,6 +103,9 @@ class SandboxSpec:
     """Labels ``image`` must carry where the sandbox is made, for a provider whose images are there and not
     here (:attr:`Provider.images_elsewhere`): the content hash the caller's files give. Empty when ``image`` is
     an id the caller resolved and checked itself."""
+    network_later: bool = False
+    """Made with no network, as without :attr:`network`, but so that :meth:`Sandbox.set_network` can attach one
+    later (a script verifier's, only while it verifies): for the providers whose :attr:`Provider.late_network`."""
 
 
 @dataclass(frozen=True)
@@ -150,47 +153,6 @@ class File:
     gid: int = 0
 
 
-class SandboxError(DeepGymError):
-    """An infrastructure failure of a sandbox or its provider. ``error_type`` is a no-verdict type:
-    ``daemon_unavailable``, ``image_missing``, ``sandbox_start_failure`` or ``sandbox_lost``."""
-
-    error_type: ClassVar[str] = "sandbox_lost"
-
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(f"{self.error_type}: {reason}")
-
-
-class ProviderUnavailable(SandboxError):
-    """The engine or the provider's API cannot be reached, or refused our credentials."""
-
-    error_type = "daemon_unavailable"
-
-
-class ImageMissing(SandboxError):
-    """The provider has no such image."""
-
-    error_type = "image_missing"
-
-
-class StartFailure(SandboxError):
-    """The sandbox could not be created or started."""
-
-    error_type = "sandbox_start_failure"
-
-
-class SandboxLost(SandboxError):
-    """The sandbox was removed, killed or lost its connection after it started."""
-
-    error_type = "sandbox_lost"
-
-
-class NodeLost(SandboxLost):
-    """The machine that held the sandbox was lost with it (a Ray node or its worker died, or stopped answering):
-    a failure of the infrastructure whatever the sandbox's code did, since nothing in a sandbox can reach its
-    machine. Never scored, not even in an episode's action phase."""
-
-
 class Sandbox(ABC):
     """One live sandbox. Thread-safe for concurrent :meth:`exec` calls; a context manager that closes it."""
 
@@ -211,6 +173,11 @@ class Sandbox(ABC):
         :attr:`Provider.streams` is true. ``options.timeout_s`` does not apply (the caller's reads have their
         own deadlines); ``stdin`` must be empty. Raises SandboxError."""
         raise NotImplementedError(f"{type(self).__name__} cannot keep a command's stream open")
+
+    def set_network(self, on: bool) -> None:
+        """Attach (``on``) or detach the network of a sandbox made with :attr:`SandboxSpec.network_later`: a
+        capability of the providers whose :attr:`Provider.late_network` is true. Raises SandboxError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot attach a network to a running sandbox")
 
     @abstractmethod
     def put(self, path: str, file: File) -> None:
@@ -333,6 +300,8 @@ class Provider(ABC):
     mounts: ClassVar[bool] = False
     """Whether it makes a spec's :attr:`SandboxSpec.mounts` (an episode's own workspace, the script verifier's
     folders); episodes that need them are refused elsewhere."""
+    late_network: ClassVar[bool] = False
+    """Whether it makes :attr:`SandboxSpec.network_later` sandboxes, whose :meth:`Sandbox.set_network` works."""
     process_isolation: ClassVar[bool] = False
     """Whether a sample may ask for ``isolation="process"`` here: the provider has warm sandboxes
     (:meth:`warm_pool`), or isolates nothing either way."""

@@ -31,6 +31,7 @@ episode on the host with none of this isolation, for developing an environment o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
 import secrets
@@ -57,6 +58,9 @@ PROBE_TIMEOUT_S = 10.0
 SERVICE_STOP_S = 20.0
 ACTION_STDOUT_BYTES = 1 << 20
 TIMED_OUT = "[timed out after {seconds:g} s]"
+# The limit of each of a networked verification's calls around test.sh's: the agent's kill and the tampering
+# scan before it, the reward's read after it (ShellActions.verify_online).
+STAGE_S = 2 * HOST_GRACE_S
 START_ATTEMPTS = 3
 START_RETRY_S = 0.2
 
@@ -81,6 +85,12 @@ class ShellActions:
         if not self.runner.own_uids and env.services:
             return (f"{env.id} has services, which need a sandbox's uids; mode={episode.context.runtime!r} has "
                     f"none. Use mode='docker'")
+        if verifier_network(env) and not episode.context.provider.late_network:
+            return (f"{env.id}'s verifier asks for a network (task.toml's verifier.network_mode = \"public\"), "
+                    f"which mode={episode.context.runtime!r} cannot attach to a running sandbox; judged offline, "
+                    f"its test.sh could score the agent 0 for the missing network. Use mode='docker', or set "
+                    f"[verifier] network_mode = \"no-network\" in task.toml and import it again if test.sh works "
+                    f"offline")
         if episode_mounts(env.session) and not episode.context.provider.mounts:
             return (f"{env.id} needs folders of its own in its sandbox (session.workspace {env.session.workspace}, "
                     f"verifier {env.session.verifier}); mode={episode.context.runtime!r} cannot make them. "
@@ -94,8 +104,9 @@ class ShellActions:
         if image is None:  # a provider on the host's own files (docs/sessions.md) resolves no image
             episode.image_id, episode.image_status = context.images.resolve(context.provider, env)
             image = episode.image_id
-        sandbox = context.provider.create(episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS,
-                                                               mounts=episode_mounts(env.session)))
+        spec = episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS,
+                                    mounts=episode_mounts(env.session))
+        sandbox = context.provider.create(dataclasses.replace(spec, network_later=verifier_network(env)))
         keep(sandbox)
         self.cwd = env.session.workspace
         self.workspace = self.runner.path(sandbox, self.cwd)
@@ -141,8 +152,31 @@ class ShellActions:
         return Reply(Observation(cut_output(text, episode.limits.output_chars)))
 
     def verify(self, episode: Episode, sandbox: Sandbox) -> Verification:
+        if verifier_network(episode.env):
+            return self.verify_online(episode, sandbox)
         report, in_play, timed_out = self.session_runner(episode, sandbox, "verify",
                                                           timeout_s=self.verify_deadline_s(episode))
+        return Verification(report, deadline_hit=timed_out, in_play=in_play,
+                            said="" if timed_out else "the session runner gave no single report")
+
+    def verify_online(self, episode: Episode, sandbox: Sandbox) -> Verification:
+        """A script verifier with a network, in the runner's three stages (:func:`deepgym.runner.episode.script.verify`):
+        the agent killed and proved gone, the tampering check and the tests copied in, all offline; then the
+        network attached for test.sh alone and detached once every process of the verifier is gone; then the
+        reward read. A stage that ends the verification early (tampering, a failure) gives its report."""
+        report, in_play, timed_out = self.session_runner(episode, sandbox, "verify", timeout_s=STAGE_S,
+                                                          stage="prepare")
+        if report is not None and report.get("prepared") is True:
+            sandbox.set_network(True)
+            try:
+                report, in_play, timed_out = self.session_runner(episode, sandbox, "verify", stage="run",
+                                                                  timeout_s=self.verify_deadline_s(episode)
+                                                                  - 2 * STAGE_S)
+            finally:
+                sandbox.set_network(False)
+            if report is not None and isinstance(report.get("ran"), dict):
+                report, in_play, timed_out = self.session_runner(episode, sandbox, "verify", timeout_s=STAGE_S,
+                                                                  stage="reward", ran=report["ran"])
         return Verification(report, deadline_hit=timed_out, in_play=in_play,
                             said="" if timed_out else "the session runner gave no single report")
 
@@ -154,8 +188,9 @@ class ShellActions:
         probes = config.get("probes", {}).get(str(episode.variant), [])
         services = sum(service.check_timeout_s for service in env.services) + (SERVICE_STOP_S if env.services else 0.0)
         services += float(config.get("script", {}).get("health_s", 0.0))  # an imported image's entrypoint
+        staged = 2 * STAGE_S if verifier_network(env) else 0.0  # verify_online's two more calls
         return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
-                + services + HOST_GRACE_S)
+                + services + HOST_GRACE_S + staged)
 
     def runner_argv(self) -> tuple[str, ...]:
         """The in-sandbox session runner's command line (``setup`` or ``verify`` follows it)."""
@@ -169,13 +204,14 @@ class ShellActions:
                 "probe_timeout_s": PROBE_TIMEOUT_S, "services": [service.to_request() for service in env.services],
                 **self.runner.request_fields(str(env.tests_dir), str(env.path / "start"))}
 
-    def session_runner(self, episode: Episode, sandbox: Sandbox, command: str, *,
-                        timeout_s: float) -> tuple[dict[str, Any] | None, bool, bool]:
-        """Run the in-sandbox session runner: (its one report or None, whether it said ``in_play``, whether the
-        host's deadline killed it). Raises SandboxError when the sandbox had no room to run it."""
+    def session_runner(self, episode: Episode, sandbox: Sandbox, command: str, *, timeout_s: float,
+                       **fields: Any) -> tuple[dict[str, Any] | None, bool, bool]:
+        """Run the in-sandbox session runner, with ``fields`` added to its request: (its one report or None,
+        whether it said ``in_play``, whether the host's deadline killed it). Raises SandboxError when the sandbox
+        had no room to run it."""
         nonce = secrets.token_hex(16)
-        options = ExecOptions(stdin=json.dumps(self.runner_request(episode, nonce)).encode(), timeout_s=timeout_s,
-                              user=self.runner.user(0))
+        options = ExecOptions(stdin=json.dumps({**self.runner_request(episode, nonce), **fields}).encode(),
+                              timeout_s=timeout_s, user=self.runner.user(0))
         result = sandbox.exec([*self.runner_argv(), command], options)
         if result.exit_code is None and not result.timed_out:
             raise SandboxLost("the session runner vanished without an exit status")
@@ -189,6 +225,13 @@ class ShellActions:
             raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
                               f"{result.stderr_tail.strip()[-300:]}")
         return None, in_play, result.timed_out
+
+
+def verifier_network(env: Environment) -> bool:
+    """Whether the environment's script verifier asks for a network while it verifies (session.json's
+    ``script.network``: an imported task's ``verifier.network_mode = "public"``)."""
+    config = json.loads((env.tests_dir / "session.json").read_text())
+    return bool(config.get("script", {}).get("network", False))
 
 
 def episode_mounts(limits: SessionLimits) -> tuple[Mount, ...]:

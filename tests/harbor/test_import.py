@@ -21,7 +21,7 @@ import pytest
 
 from deepgym import images
 from deepgym.cli import main
-from deepgym.environments import load_environment
+from deepgym.environments import load_environment, parse_manifest
 from deepgym.errors import ConfigurationError, ImageBuildError
 from deepgym.harbor import bases
 from deepgym.harbor.bake import harbor_target
@@ -148,7 +148,9 @@ def test_the_reference_actions_really_run_solve_sh(tmp_path: Path) -> None:
 def test_network_env_and_the_service_are_recorded(imported: Path) -> None:
     fix_git = record(imported, "fix_git")
     assert fix_git["verifier"]["network"] is True and fix_git["agent"]["network"] is False
+    assert json.loads((imported / "fix_git" / "tests" / "session.json").read_text())["script"]["network"] is True
     assert record(imported, "hello_world")["verifier"]["network"] is False
+    assert "network" not in json.loads((imported / "hello_world" / "tests" / "session.json").read_text())["script"]
     assert record(imported, "csv_report")["verifier"]["env"] == {"REPORT_PATH": "/app/report.json"}
     kv = record(imported, "kv_service")
     assert kv["entrypoint"] == '["/opt/kv/entrypoint.sh"]' and "8765/health" in kv["healthcheck"]["command"]
@@ -265,3 +267,25 @@ def test_a_mode_that_cannot_mount_the_tasks_folders_refuses_it_with_the_fix(impo
     with DeepGym(mode="local", allow_local=True) as local:
         with pytest.raises(ValueError, match=r"needs folders of its own.*/app.*script.*Use mode='docker'"):
             local.session("hello_world")
+
+
+def test_a_verifier_that_asks_for_a_network_is_recorded_and_refused_where_none_can_be_attached(
+        tmp_path: Path) -> None:
+    """A provider that cannot attach a network to a running sandbox never judges such a task: offline, a test.sh
+    that needs the network would score the agent 0 for the infrastructure's gap (issue 26, item 2).
+    tests/harbor/test_network.py judges one with the network, on docker."""
+    from deepgym import DeepGym
+
+    task = tmp_path / "net-task"
+    shutil.copytree(TASKS / "hello-world", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[verifier]\n", '[verifier]\nnetwork_mode = "public"\n'))
+    env = import_task(task, tmp_path / "envs").path
+    assert json.loads((env / "harbor.json").read_text())["verifier"]["network"] is True
+    assert json.loads((env / "tests" / "session.json").read_text())["script"]["network"] is True
+    with pytest.warns(RuntimeWarning), DeepGym(mode="local", allow_local=True) as local, \
+            pytest.raises(ValueError) as refused:
+        local.session(parse_manifest(env / "manifest.yaml"))
+    said = str(refused.value)
+    assert said.startswith("net_task's verifier asks for a network") and "mode='local' cannot attach" in said
+    assert "Use mode='docker'" in said and "network_mode = \"no-network\"" in said

@@ -47,16 +47,44 @@ REWARD_FILES = ("reward.json", "reward.txt")
 REWARD_BYTES = 64 << 10
 # git refuses a repository another uid owns (the agent's) unless told it is safe: the verifier reads the
 # agent's repository as data, so every directory is, for its run only.
+STAGES = ("", "prepare", "run", "reward")
 GIT_SAFE = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
 
 
 def verify(request: Any, processes: Processes, config: dict[str, Any], scratch_dirs: list[str]) -> dict[str, Any]:
     """One script verification of ``request`` (a :class:`verify.SessionRequest`) once the agent is quiet;
-    ``config`` is session.json's ``script``; ``scratch_dirs`` the agent-writable folders to check. The report."""
+    ``config`` is session.json's ``script``; ``scratch_dirs`` the agent-writable folders to check. The report.
+
+    A verifier with a network (``config["network"]``) runs in three stages, one call each, so that the host
+    attaches the network only around the command: ``prepare`` (steps 1 to 3; ``{"prepared": true}``), ``run``
+    (steps 4 and 5; ``{"ran": ...}``) and ``reward`` (step 6, on the ``ran`` the host hands back)."""
+    command = [str(word) for word in config["command"]]
+    stage = request.stage
+    if stage not in STAGES:
+        return {"error_type": "verifier_error", "details": f"unknown verification stage {stage!r}"}
+    if stage in ("", "prepare"):
+        refused = _prepare(request, processes, config, scratch_dirs)
+        if refused is not None or stage == "prepare":
+            return refused or {"prepared": True}
+    ran = request.ran
+    if stage in ("", "run"):
+        ran, refused = _run(request, processes, config, command)
+        if refused is not None:
+            return refused
+        if stage == "run":
+            return {"ran": ran}
+    if not isinstance(ran, dict):
+        return {"error_type": "verifier_error", "details": "the reward stage was given no run"}
+    return _report(ran, command, request.verifier_uid, request.verify_timeout_s)
+
+
+def _prepare(request: Any, processes: Processes, config: dict[str, Any],
+             scratch_dirs: list[str]) -> dict[str, Any] | None:
+    """Steps 1 to 3: the tampering check, the tests copied in, the reward folder made; the report that ends the
+    verification here, or None."""
     confinement = processes.confinement
     start = os.path.join(request.start_dir, str(request.variant))
     source = os.path.join(request.env_dir, config["tests"])
-    command = [str(word) for word in config["command"]]
     env = {str(key): str(value) for key, value in config.get("env", {}).items()}
     found = tampering.find(scratch_dirs, uid=request.agent_uid, workspace=request.workspace, start=start,
                            script=_read_scripts(source), path=env.get("PATH", ""))
@@ -68,11 +96,20 @@ def verify(request: Any, processes: Processes, config: dict[str, Any], scratch_d
         problem = confinement.make_dir(request.verifier_uid, REWARD_DIR, 0o755)
     if problem is not None:
         return {"error_type": "verifier_error", "details": problem}
+    return None
+
+
+def _run(request: Any, processes: Processes, config: dict[str, Any],
+         command: list[str]) -> tuple[dict[str, Any], None] | tuple[None, dict[str, Any]]:
+    """Steps 4 and 5: the services and the command as the verifier's uid, whose every process is killed after;
+    the run, or the report that ends the verification instead."""
+    env = {str(key): str(value) for key, value in config.get("env", {}).items()}
     home, refused = verifier_folder(processes, request.verifier_uid, request.scratch, request.nonce)
     if refused is not None:
-        return refused
+        return None, refused
     processes.homes[request.verifier_uid] = home
     ran: dict[str, Any] | None = None
+    problem: str | None = None
     try:
         # The services, as the verifier now; one that does not come up leaves test.sh to find out.
         entrypoint.start(processes, config, uid=request.verifier_uid, cwd=request.workspace, home=home)
@@ -83,8 +120,8 @@ def verify(request: Any, processes: Processes, config: dict[str, Any], scratch_d
     finally:
         problem = release(processes, request.verifier_uid, home) or problem
     if problem is not None or ran is None:
-        return {"error_type": "verifier_error", "details": problem}
-    return _report(ran, command, request.verifier_uid, request.verify_timeout_s)
+        return None, {"error_type": "verifier_error", "details": problem}
+    return ran, None
 
 
 def _read_scripts(source: str) -> str:

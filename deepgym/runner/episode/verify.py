@@ -73,6 +73,11 @@ class SessionRequest:
     (``env_dir``, ``start_dir``), and nothing proved about what the agent left running. Unsafe by design."""
     env_dir: str = ENV_DIR
     start_dir: str = START_DIR
+    stage: str = ""
+    """A script verifier's part when the host attaches its network in between (:func:`script.verify`); empty:
+    the whole verification at once."""
+    ran: dict[str, Any] | None = None
+    """The ``reward`` stage's input: what the ``run`` stage reported of the command's run."""
 
     @property
     def scratch(self) -> str:

@@ -45,6 +45,9 @@ MAX_IDLE_S = 600.0
 # for an hour) and no fast-open cookies (which write that cache). Warm mode's samples share a namespace: this
 # keeps one sample's loopback traffic from outliving it, and the server retires a container whose namespace
 # changed anyway (docs/warm.md). Each is per network namespace, and covers IPv6 too.
+NETWORK = "bridge"
+"""The engine's network a sandbox with one is on (:attr:`SandboxSpec.network`, or later:
+:attr:`SandboxSpec.network_later`)."""
 LOOPBACK_SYSCTLS = {"net.ipv4.tcp_max_tw_buckets": "0", "net.ipv4.tcp_no_metrics_save": "1",
                     "net.ipv4.tcp_fastopen": "0"}
 
@@ -67,8 +70,9 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
     /etc/resolv.conf: the base image resolves ``localhost`` without them (libnss-myhostname). That namespace
     gets :data:`LOOPBACK_SYSCTLS`."""
     memory = f"{spec.memory_mb}m"
+    wired = spec.network or spec.network_later  # a network later: made on the bridge, detached before its start
     host_config = api.create_host_config(
-        network_mode="bridge" if spec.network else "none",
+        network_mode=NETWORK if wired else "none",
         cap_drop=["ALL"],
         cap_add=list(spec.capabilities),
         security_opt=["no-new-privileges:true"],
@@ -87,7 +91,7 @@ def container_settings(api: docker.APIClient, spec: SandboxSpec, labels: dict[st
         auto_remove=not attached,
         sysctls=None if spec.network else dict(LOOPBACK_SYSCTLS),
     )
-    return {"user": spec.user, "labels": labels, "host_config": host_config, "network_disabled": not spec.network}
+    return {"user": spec.user, "labels": labels, "host_config": host_config, "network_disabled": not wired}
 
 
 @contextlib.contextmanager

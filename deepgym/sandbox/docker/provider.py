@@ -34,7 +34,7 @@ import docker.errors
 from ...shutdown import register as on_shutdown
 from ...admission import engine_key
 from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxSpec
-from .engine import Attached, Engine, Launch, container_settings
+from .engine import NETWORK, Attached, Engine, Launch, container_settings
 from ..ready import MAX_KINDS, REFILLERS, ReadyPool, prewarm_size
 from .sandbox import DockerSandbox
 from .scripts import INIT
@@ -55,6 +55,7 @@ class DockerProvider(Provider):
     attaches = True
     streams = True
     mounts = True
+    late_network = True
     process_isolation = True
 
     def __init__(self, *, max_parallel: int = 32, attach: bool | None = None, prewarm: int | None = None,
@@ -104,6 +105,8 @@ class DockerProvider(Provider):
                 settings = container_settings(api, spec, self.engine.labels(spec), attached=False)
                 container = api.create_container(spec.image, entrypoint=["python3", "-I", "-S", "-c", INIT],
                                                  command=[f"{spec.lifetime_s:g}"], **settings)["Id"]
+                if spec.network_later:
+                    api.disconnect_container_from_network(container, NETWORK)  # no interface but loopback
                 api.start(container)
             except BaseException:
                 if container is not None:

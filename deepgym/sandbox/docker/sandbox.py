@@ -22,7 +22,7 @@ from typing import Any
 import docker
 
 from ..base import ExecOptions, ExecResult, File, Sandbox, SandboxError, SandboxLost, SandboxSpec
-from .engine import ENGINE_GRACE_S, Engine, going
+from .engine import ENGINE_GRACE_S, NETWORK, Engine, going
 from ..frames import converse, tail
 from .scripts import FILE_HELPER, FILE_TIMEOUT_S, KILL_ALL, file_error, read_file_reply
 
@@ -138,6 +138,16 @@ class DockerSandbox(Sandbox):
         """Read by a process of the file's owner (the sandbox's root holds no CAP_DAC_OVERRIDE)."""
         return read_file_reply(path, self.exec([*FILE_HELPER, "get", path],
                                                ExecOptions(user="0:0", timeout_s=FILE_TIMEOUT_S)))
+
+    def set_network(self, on: bool) -> None:
+        """Connect the container to the engine's network, or disconnect it: it keeps only loopback then."""
+        if not self.spec.network_later:
+            raise ValueError(f"sandbox {self.id} was not made to take a network later (SandboxSpec.network_later)")
+        with self.engine.session("run") as api:
+            if on:
+                api.connect_container_to_network(self.id, NETWORK)
+            else:
+                api.disconnect_container_from_network(self.id, NETWORK)
 
     def close(self) -> None:
         if not self._closed:
