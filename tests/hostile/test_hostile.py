@@ -56,7 +56,7 @@ def gym(request: pytest.FixtureRequest):
 def background(request: pytest.FixtureRequest, gym, images):
     """Selected attacks that wait for the host's deadline (mostly idle) start at once and run while the others do."""
     selected = {item.callspec.params["attack"].id for item in request.session.items
-                if "attack" in getattr(getattr(item, "callspec", None), "params", {})}
+                if getattr(item, "module", None) is request.module and hasattr(item, "callspec")}
     slow = [attack for attack in ATTACKS if attack.slow and attack.id in selected]
     with ThreadPoolExecutor(max_workers=max(1, len(slow)), thread_name_prefix="hostile") as pool:
         yield {attack.id: pool.submit(gym.judge, attack.env, attack.response) for attack in slow}
