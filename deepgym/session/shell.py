@@ -110,8 +110,7 @@ class ShellActions:
         keep(sandbox)
         self.cwd = env.session.workspace
         self.workspace = self.runner.path(sandbox, self.cwd)
-        self.agent_env = dict(json.loads((env.tests_dir / "session.json").read_text()).get("script", {})
-                              .get("agent_env", {}))
+        self.agent_env = dict(script_config(env).get("agent_env", {}))
         report, _, timed_out = self.session_runner(episode, sandbox, "setup", timeout_s=HOST_GRACE_S + 30)
         if report is None or not report.get("ok"):
             said = "the session runner gave no report" if timed_out else "the session runner gave no single report"
@@ -227,11 +226,18 @@ class ShellActions:
         return None, in_play, result.timed_out
 
 
+def script_config(env: Environment) -> dict[str, Any]:
+    """session.json's ``script`` mapping, which only an environment with a script verifier (an imported Harbor
+    task) has: the verifier's network and the agent's environment variables; empty for every other one."""
+    if env.session is None or env.session.verifier != "script":
+        return {}
+    return json.loads((env.tests_dir / "session.json").read_text()).get("script", {})
+
+
 def verifier_network(env: Environment) -> bool:
-    """Whether the environment's script verifier asks for a network while it verifies (session.json's
-    ``script.network``: an imported task's ``verifier.network_mode = "public"``)."""
-    config = json.loads((env.tests_dir / "session.json").read_text())
-    return bool(config.get("script", {}).get("network", False))
+    """Whether the environment's script verifier asks for a network while it verifies (``script.network``: an
+    imported task's ``verifier.network_mode = "public"``)."""
+    return bool(script_config(env).get("network", False))
 
 
 def episode_mounts(limits: SessionLimits) -> tuple[Mount, ...]:

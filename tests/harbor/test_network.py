@@ -55,6 +55,17 @@ def url() -> Iterator[str]:
         server.server_close()
 
 
+@pytest.fixture(scope="module")
+def gym() -> Iterator[object]:
+    """A docker client without canaries: this task's test.sh scores the network, not the agent, so its known-wrong
+    sequences pass too (which a canary rightly calls an unhealthy image), and the canaries' own episodes would
+    add their fetches to the server's count."""
+    from deepgym import DeepGym
+
+    with DeepGym(mode="docker", canaries=False) as client:
+        yield client
+
+
 FETCH = "python3 -c \"import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())\""
 
 
