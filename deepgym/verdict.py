@@ -105,10 +105,15 @@ class RunFacts:
 def provenance(request: Request, observation: RunFacts) -> dict[str, Any]:
     """A verdict's whole provenance: the host's half and what the request adds (variant, limits, the
     submission's sha256 and, for a dataset row, its tests')."""
-    tests = None if request.tests is None else hashlib.sha256(
-        json.dumps(request.tests, sort_keys=True).encode()).hexdigest()
+    tests = None if request.tests is None else _sha256(json.dumps(request.tests, sort_keys=True))
     return {**observation.provenance, "variant": request.variant, "limits": request.limits.to_dict(),
-            "submission_sha256": hashlib.sha256(request.submission.encode()).hexdigest(), "tests_sha256": tests}
+            "submission_sha256": _sha256(request.submission), "tests_sha256": tests}
+
+
+def _sha256(text: str) -> str:
+    """The sha256 of ``text``'s code points as UTF-8, lone surrogates included (a response may carry them, and
+    its hash must still say exactly which response it was)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def classify(request: Request, observation: RunFacts, environment: str) -> Verdict | NoVerdictError:

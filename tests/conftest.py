@@ -21,6 +21,11 @@ from support import IN_CI, ROOT, copy_images, engine_answers, ensure_images, lea
 
 pytest_plugins = ["ray_cluster"]  # the shared two-node Ray cluster of the tests marked ray
 
+# Canaries (deepgym.canary) judge extra samples at each image's first use in a process: tests that count the
+# containers, commands or processes a sample makes would count those too. They are off for the suite, and
+# tests/canary turns them on with policies of its own. DEEPGYM_CANARIES=1 runs the whole suite with them.
+os.environ.setdefault("DEEPGYM_CANARIES", "0")
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not any(item.get_closest_marker("docker") for item in items) or engine_answers():

@@ -134,8 +134,10 @@ def test_call_based_and_stdin_rows_through_compute_score(row_gym):
     assert half["score"] == 0.5 and half["error_type"] == "wrong_answer"
     call_truth = json.dumps({"fn_name": "count", "inputs": ['[1, 2, 2]\n2', '[]\n5'], "outputs": ["2", "0"]})
     counting = "def count(xs, x):\n    return xs.count(x)\n"
-    assert compute_score("apps", fenced(counting), call_truth, {}, mode="docker") == \
+    counted = compute_score("apps", fenced(counting), call_truth, {}, mode="docker")
+    assert {key: value for key, value in counted.items() if key != "provenance"} == \
         {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+    assert json.loads(counted["provenance"])["environment"] == "row_python"
     looping = "def count(xs, x):\n    while True:\n        pass\n"
     timed_out = compute_score("apps", fenced(looping), call_truth, {}, mode="docker", case_cpu_s=0.5)
     assert timed_out["score"] == 0.0 and timed_out["error_type"] == "solution_timeout"
