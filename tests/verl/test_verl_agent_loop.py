@@ -26,7 +26,7 @@ from verl_fakes import (  # noqa: E402
 )
 
 from deepgym import NoVerdictError  # noqa: E402
-from deepgym.integrations.verl import kept_out  # noqa: E402
+from deepgym.integrations.verl import REWARD_KEYS, kept_out  # noqa: E402
 from deepgym.integrations.verl_mask import DeepGymSingleTurnAgentLoop, kept_out_count  # noqa: E402
 
 RIGHT = fenced(solution("coin_change", "reference"))
@@ -259,7 +259,7 @@ def test_legacy_batch_through_verls_worker_postprocessing(dataset_row, coin_chan
         return worker._postprocess(inputs)
 
     batch = asyncio.run(postprocess())
-    assert batch.meta_info["reward_extra_keys"] == ["score", "passed", "error", "error_type"]
+    assert batch.meta_info["reward_extra_keys"] == list(REWARD_KEYS)
     assert batch.non_tensor_batch["error"].tolist() == [0.0, 0.0, 1.0]
     assert batch.non_tensor_batch["error_type"].tolist() == ["", "wrong_answer", "image_missing"]
     assert batch.batch["rm_scores"].sum(dim=1).tolist() == [1.0, 0.0, 0.0]

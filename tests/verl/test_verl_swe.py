@@ -18,7 +18,7 @@ from instances import instance_rows  # noqa: E402
 from support import ROOT, ensure_images  # noqa: E402
 from test_verl_reward import call_as_verl, data_proto, reward_config  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn, load_reward_manager  # noqa: E402
-from verl_fakes import LineTokenizer  # noqa: E402
+from verl_fakes import LineTokenizer, without_provenance  # noqa: E402
 
 pytestmark = [pytest.mark.verl, pytest.mark.docker]
 
@@ -48,7 +48,8 @@ def test_datasets_swe_rows_are_judged_by_verls_reward(tmp_path, tmp_path_factory
     fn = get_custom_reward_fn(reward_config("docker"))
     for row, instance in zip(rows, instances.values()):
         gold = f"```diff\n{instance['patch']}```"
-        assert call_as_verl(fn, gold, row) == {"score": 1.0, "passed": 1.0, "error": 0.0, "error_type": ""}
+        assert without_provenance(call_as_verl(fn, gold, row)) == {"score": 1.0, "passed": 1.0, "error": 0.0,
+                                                                   "error_type": ""}
     assert call_as_verl(fn, "No idea.", rows[0])["error_type"] == "invalid_patch"
 
     tokenizer = LineTokenizer()
