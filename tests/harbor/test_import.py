@@ -287,6 +287,32 @@ def test_a_mode_that_cannot_mount_the_tasks_folders_refuses_it_with_the_fix(impo
             local.session("hello_world")
 
 
+@pytest.mark.parametrize("mode", ["daytona", "e2b", "modal", "apple"])
+def test_a_remote_provider_refuses_a_persistent_terminal_or_a_verifiers_network_with_the_fix(
+        mode: str, tmp_path: Path) -> None:
+    """A remote sandbox keeps no stream open and cannot attach a network later: the task as Harbor wrote it is
+    refused with --terminal fresh as the fix, and a verifier that asks for a network is docker's only. (Their
+    folders they make: tests/providers/test_harbor_remote.py judges a task on each.)"""
+    import importlib.util
+
+    from deepgym import DeepGym
+    from support import unavailable
+
+    if mode != "apple" and importlib.util.find_spec(mode) is None:
+        unavailable(f"not run: {mode} not installed (pip install 'deepgym[{mode}]')")
+    persistent = import_task(TASKS / "hello-world", tmp_path / "persistent").path
+    task = tmp_path / "net-task"
+    shutil.copytree(TASKS / "hello-world", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[verifier]\n", '[verifier]\nnetwork_mode = "public"\n'))
+    online = import_task(task, tmp_path / "online", terminal="fresh").path
+    with DeepGym(mode=mode) as gym:
+        with pytest.raises(ValueError, match="persistent terminal.*import it again with --terminal fresh"):
+            gym.session(parse_manifest(persistent / "manifest.yaml"))
+        with pytest.raises(ValueError, match=f"verifier asks for a network.*mode='{mode}' cannot attach"):
+            gym.session(parse_manifest(online / "manifest.yaml"))
+
+
 def test_a_verifier_that_asks_for_a_network_is_recorded_and_refused_where_none_can_be_attached(
         tmp_path: Path) -> None:
     """A provider that cannot attach a network to a running sandbox never judges such a task: offline, a test.sh
