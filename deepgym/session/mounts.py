@@ -11,8 +11,9 @@ exec, before any command of the agent's runs (:data:`FOLDERS`):
    reads only the folders the agent could write). A file or folder the image gave the agent's or the verifier's
    uid refuses the episode: under docker that uid could not write it either, but here it could.
 2. **Each folder is made fresh.** What the image has at its path (a task's ``WORKDIR`` with its files: the
-   workspace is filled from the image's copy of them) moves into a root-only folder, out of everyone's reach,
-   as a mount would hide it; the folder is made empty, owned by its uid (user and group), with its mode.
+   workspace is filled from the image's copy of them) is removed, as a mount would hide it (an overlay root
+   cannot rename a folder of a lower layer); the folder is made empty, owned by its uid (user and group), with
+   its mode.
 3. **It is proved.** Each folder is a real folder (no link, none on its path), of its owner, of its mode and
    empty; and no folder above it may be written by the agent's or the verifier's uid, so none can swap it.
 
@@ -32,9 +33,9 @@ from .episode import HOST_GRACE_S
 # Walking the image's files for step 1 takes well under a second for a usual image; a huge one gets this long.
 FOLDERS_TIMEOUT_S = 120.0
 FOLDERS_MARK = "DEEPGYM-FOLDERS"
-# Run as root by the image's python3, the request on stdin: {"mounts": [{path, uid, mode}], "uids", "hidden"}.
+# Run as root by the image's python3, the request on stdin: {"mounts": [{path, uid, mode}], "uids", "mark"}.
 FOLDERS = r'''
-import json, os, stat, sys
+import json, os, shutil, stat, sys
 request = json.loads(sys.stdin.read())
 uids = set(request["uids"])
 EXEMPT = ("/proc", "/sys", "/dev", "/tmp")
@@ -76,12 +77,13 @@ for path, info in walk("/"):
             problems.append("%s is writable by every user and stays so: %s" % (path, exc))
 if not problems:
     os.umask(0o022)
-    os.mkdir(request["hidden"], 0o700)
-    for index, mount in enumerate(request["mounts"]):
+    for mount in request["mounts"]:
         path = mount["path"]
         try:
-            if os.path.lexists(path):
-                os.rename(path, os.path.join(request["hidden"], str(index)))
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            elif os.path.lexists(path):
+                os.unlink(path)
             os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
             os.mkdir(path, 0o700)
             os.chown(path, mount["uid"], mount["uid"])
@@ -122,7 +124,7 @@ def make_folders(sandbox: Sandbox, mounts: Sequence[Mount], uids: Sequence[int])
     start, or None. Raises SandboxError."""
     mark = f"{FOLDERS_MARK}-{secrets.token_hex(8)}"
     request = {"mounts": [{"path": mount.path, "uid": mount.uid, "mode": mount.mode} for mount in mounts],
-               "uids": list(uids), "hidden": f"/.deepgym-hidden-{secrets.token_hex(8)}", "mark": mark}
+               "uids": list(uids), "mark": mark}
     result = sandbox.exec(["python3", "-I", "-S", "-c", FOLDERS],
                           ExecOptions(stdin=json.dumps(request).encode(), user="0:0",
                                       timeout_s=FOLDERS_TIMEOUT_S + HOST_GRACE_S))
