@@ -269,16 +269,18 @@ HARBOR_TASKS = ROOT / "tests" / "harbor" / "tasks"
 
 
 @contextlib.contextmanager
-def harbor_environments(into: Path, *tasks: str) -> Iterator[list[str]]:
-    """The Harbor test tasks (tests/harbor/tasks/<task>) imported into ``into``, put on DEEPGYM_ENVIRONMENTS and
-    built offline on deepgym's base image, for the block: their environment names."""
+def harbor_environments(into: Path, *tasks: str, terminal: str = "persistent") -> Iterator[list[str]]:
+    """The Harbor test tasks (tests/harbor/tasks/<task>) imported into ``into`` (with the action channel
+    ``terminal``), put on DEEPGYM_ENVIRONMENTS and built offline on deepgym's base image, for the block: their
+    environment names."""
     import pytest
 
     from deepgym.harbor.importer import import_tasks
     from deepgym.images import build, content_hash
 
     names = [imported.name for imported in import_tasks([HARBOR_TASKS / task for task in tasks], into,
-                                                         base_map={"debian:bookworm-slim": "base"})]
+                                                         base_map={"debian:bookworm-slim": "base"},
+                                                         terminal=terminal)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DEEPGYM_ENVIRONMENTS", str(into))
         content_hash.cache_clear()

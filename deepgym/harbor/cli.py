@@ -2,6 +2,7 @@
 
     deepgym harbor import tasks/fix-git tasks/hello-world --into ~/deepgym-envs
     deepgym harbor import tasks/* --into ~/deepgym-envs --base-map ubuntu:24.04=mirror.local/ubuntu:24.04
+    deepgym harbor import tasks/hello-world --into ~/remote-envs --terminal fresh    # for daytona, e2b, modal
 
 This module only adds the parser; the importer is imported when the command runs, so ``deepgym --help`` and
 every other command load none of it.
@@ -22,7 +23,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     into = Path(args.into)
     written = import_tasks([Path(p) for p in args.paths], into, base_map=parse_base_map(args.base_map or []),
-                           force=args.force)
+                           force=args.force, terminal=args.terminal)
     for result in written:
         for warning in result.warnings:
             print(f"deepgym: warning: {warning}", file=sys.stderr)
@@ -47,4 +48,7 @@ def add_harbor_commands(sub: argparse._SubParsersAction) -> None:
                         "(repeatable; e.g. a local mirror of a base image this host cannot pull; TO=base: "
                         "deepgym's own Debian base image, built offline in the same run)")
     p.add_argument("--force", action="store_true", help="replace environments an earlier import wrote")
+    p.add_argument("--terminal", choices=("persistent", "fresh"), default="persistent",
+                   help="the agent's actions: keystrokes into one persistent terminal (Harbor's, the default; "
+                        "docker only), or a fresh shell per command (every provider that runs sessions)")
     p.set_defaults(func=cmd_import)

@@ -37,7 +37,7 @@ import yaml
 
 from ..errors import ConfigurationError
 from ..runner.episode.script import SOLUTION_DIR, TESTS_DIR
-from ..session_limits import DEFAULT_WORKSPACE, workspace_problem
+from ..session_limits import DEFAULT_WORKSPACE, TERMINALS, workspace_problem
 from .bases import RECORD
 from .dockerfile import DockerfileFacts, environment_dockerfile, image_dockerfile
 from .schema import HarborTask, read_task_toml
@@ -207,7 +207,7 @@ def wrong_actions() -> dict[str, list[str]]:
     return {"wrong_forged_reward": [forged], "wrong_planted_conftest": [conftest]}
 
 
-def _manifest(name: str, task: HarborTask, workspace: str) -> dict[str, object]:
+def _manifest(name: str, task: HarborTask, workspace: str, terminal: str) -> dict[str, object]:
     manifest: dict[str, object] = {
         "id": name, "kind": "session",
         "title": task.title or f"Harbor task {task.package.get('name', name)}",
@@ -215,7 +215,7 @@ def _manifest(name: str, task: HarborTask, workspace: str) -> dict[str, object]:
         "session": {"max_steps": MAX_STEPS,
                     "step_timeout_s": min(STEP_TIMEOUT_S, task.agent_timeout_s or DEFAULT_EPISODE_S),
                     "episode_s": task.agent_timeout_s or DEFAULT_EPISODE_S,
-                    "verify_timeout_s": task.verifier_timeout_s, "terminal": "persistent",
+                    "verify_timeout_s": task.verifier_timeout_s, "terminal": terminal,
                     "workspace": workspace, "verifier": "script"}}
     if task.difficulty:
         manifest["difficulty"] = task.difficulty
@@ -240,13 +240,19 @@ class Plan:
     task: HarborTask
     dockerfile: str
     facts: DockerfileFacts
+    terminal: str = "persistent"
+    """The agent's action channel (session.terminal): Harbor's persistent terminal, or ``fresh`` for a provider
+    that keeps no stream open (docs/harbor.md)."""
 
 
-def prepare(task_dir: Path, into: Path, *, base_map: dict[str, str] | None = None, force: bool = False) -> Plan:
+def prepare(task_dir: Path, into: Path, *, base_map: dict[str, str] | None = None, force: bool = False,
+            terminal: str = "persistent") -> Plan:
     """Check the Harbor task ``task_dir`` and work out its environment, writing nothing. Raises
     ConfigurationError for a malformed or refused task, or a destination that exists and was not imported
     from Harbor (``force`` replaces an earlier import, never anything else)."""
     base_map = base_map or {}
+    if terminal not in TERMINALS:
+        raise _fail(task_dir, f"--terminal {terminal!r} is not an action channel", f"give one of {TERMINALS}")
     toml_path = task_dir / "task.toml"
     if not toml_path.is_file():
         raise _fail(task_dir, "is not a Harbor task directory (no task.toml)", "give the folder that holds task.toml")
@@ -271,7 +277,7 @@ def prepare(task_dir: Path, into: Path, *, base_map: dict[str, str] | None = Non
     unused = sorted(set(base_map) - set(facts.mapped))
     if unused:
         task.warn("--base-map", f"{', '.join(unused)} named by no FROM line of this task")
-    return Plan(task_dir, target, task, text, facts)
+    return Plan(task_dir, target, task, text, facts, terminal)
 
 
 def write(plan: Plan) -> Imported:
@@ -283,7 +289,7 @@ def write(plan: Plan) -> Imported:
     scratch.parent.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(scratch, ignore_errors=True)
     try:
-        _write(scratch, plan.task_dir, name, plan.task, plan.dockerfile, plan.facts)
+        _write(scratch, plan.task_dir, name, plan.task, plan.dockerfile, plan.facts, plan.terminal)
         if plan.target.exists():
             shutil.rmtree(plan.target)
         scratch.rename(plan.target)
@@ -295,17 +301,17 @@ def write(plan: Plan) -> Imported:
 
 
 def import_task(task_dir: Path, into: Path, *, base_map: dict[str, str] | None = None,
-                force: bool = False) -> Imported:
+                force: bool = False, terminal: str = "persistent") -> Imported:
     """Write the environment of the Harbor task ``task_dir`` into ``into`` (:func:`prepare`, then
     :func:`write`)."""
-    return write(prepare(task_dir, into, base_map=base_map, force=force))
+    return write(prepare(task_dir, into, base_map=base_map, force=force, terminal=terminal))
 
 
 def import_tasks(task_dirs: list[Path], into: Path, *, base_map: dict[str, str] | None = None,
-                 force: bool = False) -> list[Imported]:
+                 force: bool = False, terminal: str = "persistent") -> list[Imported]:
     """Import several tasks, all or nothing as far as checking goes: every task is prepared before any is
     written, so one refused task (or two that would share a name) leaves ``into`` untouched."""
-    plans = [prepare(task_dir, into, base_map=base_map, force=force) for task_dir in task_dirs]
+    plans = [prepare(task_dir, into, base_map=base_map, force=force, terminal=terminal) for task_dir in task_dirs]
     seen: dict[Path, Path] = {}
     for plan in plans:
         if plan.target in seen:
@@ -316,7 +322,7 @@ def import_tasks(task_dirs: list[Path], into: Path, *, base_map: dict[str, str] 
 
 
 def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile: str,
-           facts: DockerfileFacts) -> None:
+           facts: DockerfileFacts, terminal: str) -> None:
     """Write the environment's files into ``folder`` (renamed into place by the caller once whole)."""
     folder.mkdir(parents=True)
     if (task_dir / "environment").is_dir():
@@ -326,7 +332,7 @@ def _write(folder: Path, task_dir: Path, name: str, task: HarborTask, dockerfile
     (folder / "Dockerfile").write_text(dockerfile)
     (folder / "prompt.md").write_text(strip_canary((task_dir / "instruction.md").read_text()).rstrip() + "\n")
     workdir = task.workdir or facts.workdir or "/"
-    (folder / "manifest.yaml").write_text(yaml.safe_dump(_manifest(name, task, agent_workspace(workdir)),
+    (folder / "manifest.yaml").write_text(yaml.safe_dump(_manifest(name, task, agent_workspace(workdir), terminal),
                                                          sort_keys=False, width=120))
     tests = folder / "tests"
     shutil.copytree(task_dir / "tests", tests / "harbor")

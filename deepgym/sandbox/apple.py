@@ -38,6 +38,7 @@ class AppleProvider(Provider):
     """Containers of the local ``container`` system service."""
 
     name = "apple"
+    writable_root = True  # an episode makes its own folders (deepgym.session.mounts)
 
     def __init__(self, *, max_parallel: int = 32, cli: str | None = None, max_sandboxes: int | None = None):
         from .docker import owner_label

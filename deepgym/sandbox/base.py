@@ -65,7 +65,8 @@ STDERR_TAIL_BYTES = 8192
 class Mount:
     """A writable tmpfs of its own beside ``/tmp`` (of ``tmpfs_mb`` too), owned by ``uid``: an episode's
     workspace where programs may run (``exec``), or a folder of the script verifier that only its owner may
-    write (:mod:`deepgym.session.mounts`). Only docker's provider makes them; the others refuse such episodes."""
+    write. Docker's provider makes them (:attr:`Provider.mounts`); on a provider whose root file system is
+    writable (:attr:`Provider.writable_root`) the episode makes them as folders (:mod:`deepgym.session.mounts`)."""
 
     path: str
     uid: int
@@ -299,7 +300,11 @@ class Provider(ABC):
     """Whether its sandboxes' :meth:`Sandbox.stream` works: a command whose stdio stays open for many requests."""
     mounts: ClassVar[bool] = False
     """Whether it makes a spec's :attr:`SandboxSpec.mounts` (an episode's own workspace, the script verifier's
-    folders); episodes that need them are refused elsewhere."""
+    folders). Elsewhere the episode makes them itself when :attr:`writable_root`, and is refused otherwise."""
+    writable_root: ClassVar[bool] = False
+    """Whether root may write its sandboxes' root file system (a remote provider's VM or container), so that an
+    episode can make the folders a spec's mounts would give, and prove them, before the agent acts
+    (:mod:`deepgym.session.mounts`). A provider with this must refuse a spec with :attr:`SandboxSpec.mounts`."""
     late_network: ClassVar[bool] = False
     """Whether it makes :attr:`SandboxSpec.network_later` sandboxes, whose :meth:`Sandbox.set_network` works."""
     process_isolation: ClassVar[bool] = False

@@ -127,6 +127,7 @@ class DaytonaProvider(Provider):
     """Sandboxes from registered snapshots on the Daytona account the settings name."""
 
     name = "daytona"
+    writable_root = True  # an episode makes its own folders (deepgym.session.mounts)
     registers_images = True
     admission_key = None  # the account's bound is self.limits, host-wide
 

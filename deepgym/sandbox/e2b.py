@@ -115,6 +115,7 @@ class E2BProvider(Provider):
     """Sandboxes from templates on the E2B account the settings name."""
 
     name = "e2b"
+    writable_root = True  # an episode makes its own folders (deepgym.session.mounts)
     registers_images = True
     admission_key = None  # the account's bound is self.limits, host-wide
 

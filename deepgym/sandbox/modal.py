@@ -100,6 +100,7 @@ class ModalProvider(Provider):
     """Sandboxes from pushed images on the Modal account the settings name."""
 
     name = "modal"
+    writable_root = True  # an episode makes its own folders (deepgym.session.mounts)
     registers_images = True
     admission_key = None  # the account's bound is self.limits, host-wide
 

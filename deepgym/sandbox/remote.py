@@ -8,9 +8,10 @@ deadline; none but Modal takes stdin. So a :class:`RemoteSandbox` never trusts t
 outcome. Each exec uploads one file into a root-only folder of the sandbox (an options header, then the
 stdin bytes; nothing secret ever appears on a command line, which ``/proc`` shows to every user) and runs
 :data:`EXEC_HELPER` as root on it. The helper unlinks the file, runs the command as its user with its cwd and
-environment, enforces the deadline itself (killing the whole tree: every process of the user, and every
-descendant, daemons included, since it is their subreaper) and prints one report line: the exit status, the
-stdout (base64, capped), the stderr tail, whether the deadline fired. The provider's own deadline is set
+environment (any uid but root with ``no_new_privs``, as docker's ``no-new-privileges``: no setuid binary of the
+image makes the agent root), enforces the deadline itself (killing the whole tree: every process of the user,
+and every descendant, daemons included, since it is their subreaper) and prints one report line: the exit
+status, the stdout (base64, capped), the stderr tail, whether the deadline fired. The provider's own deadline is set
 later (``PROVIDER_GRACE_S``); a provider exec that ends without the helper's report means the sandbox went
 away or was cut off: :class:`~deepgym.sandbox.base.SandboxLost`, never a guess at an exit status.
 
@@ -45,13 +46,17 @@ with open(path, "rb") as f:
     stdin = f.read()
 os.unlink(path)
 o = json.loads(header)
-ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back to us
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come back to us
 uid, gid = (int(x) for x in o["user"].split(":"))
+# PR_SET_NO_NEW_PRIVS, as docker's no-new-privileges: a setuid binary of the image makes no other uid root
+unprivileged = (lambda: libc.prctl(38, 1, 0, 0, 0)) if uid else None
 env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", **o["env"]}
 start = time.monotonic()
 try:
     child = subprocess.Popen(o["argv"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             cwd=o["cwd"], env=env, user=uid, group=gid, extra_groups=[], start_new_session=True)
+                             cwd=o["cwd"], env=env, user=uid, group=gid, extra_groups=[], start_new_session=True,
+                             preexec_fn=unprivileged)
 except OSError as exc:
     print(o["mark"], json.dumps({"spawn_error": repr(exc)}), flush=True)
     sys.exit(0)
@@ -193,7 +198,11 @@ def create_sandbox(limits: AccountLimits, make: Callable[[], Remote], spec: Sand
                    network_down: bool = False) -> RemoteSandbox:
     """A :class:`RemoteSandbox` over the sandbox ``make()`` creates, under the account's ``limits``: a slot is
     taken first and comes back when the sandbox is closed, or at once when any step of the start fails (then
-    a sandbox already made is deleted, so a failed start leaks nothing)."""
+    a sandbox already made is deleted, so a failed start leaks nothing). A remote provider makes no mounts: an
+    episode makes its folders itself (:mod:`deepgym.session.mounts`), and a spec that asks for them is refused."""
+    if spec.mounts:
+        raise ValueError(f"a remote provider makes no mounts ({', '.join(m.path for m in spec.mounts)}); make the "
+                         f"folders in the sandbox instead (deepgym.session.mounts.make_folders)")
     release = limits.acquire(spec.lifetime_s)
     remote = None
     try:

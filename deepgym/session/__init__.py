@@ -4,6 +4,8 @@ composed with what the agent acts with.
 - ``episode.py``: the episode itself: clock and budgets, admission, the outcome fixed once; its small
   :class:`~deepgym.session.episode.Context` (never the whole client).
 - ``shell.py``: :class:`Session`, shell commands as an unprivileged agent (:class:`~deepgym.session.shell.ShellActions`).
+- ``mounts.py``: an episode's own folders (workspace, the script verifier's) made and proved on a provider whose
+  sandboxes have a writable root but no mounts (the remote providers).
 - ``terminal.py``: :class:`TerminalSession`, the same episode through one persistent terminal; ``keys.py`` its
   actions (a command, or Harbor's Terminus keystrokes); ``channel.py`` the JSON lines it and a desktop use.
 - ``desktop.py``: :class:`DesktopSession`, ``computer`` actions on a browser over the supervisor's channel.

@@ -44,6 +44,7 @@ from ..runner.protocol import IN_PLAY, REPORT, parse_events
 from ..sandbox import ExecOptions, ExecResult, Mount, Sandbox, SandboxLost
 from ..session_limits import SessionLimits
 from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
+from .mounts import make_folders, makes_folders
 from .rules import cut_output, invalid_action, not_started
 
 AGENT_UID = 10000
@@ -91,10 +92,11 @@ class ShellActions:
                     f"its test.sh could score the agent 0 for the missing network. Use mode='docker', or set "
                     f"[verifier] network_mode = \"no-network\" in task.toml and import it again if test.sh works "
                     f"offline")
-        if episode_mounts(env.session) and not episode.context.provider.mounts:
+        if episode_mounts(env.session) and not makes_folders(episode.context.provider):
             return (f"{env.id} needs folders of its own in its sandbox (session.workspace {env.session.workspace}, "
                     f"verifier {env.session.verifier}); mode={episode.context.runtime!r} cannot make them. "
-                    f"Use mode='docker'")
+                    f"Use mode='docker', or a provider whose sandboxes have a writable root (daytona, e2b, modal, "
+                    f"apple)")
         return None
 
     def open(self, episode: Episode, keep: Callable[[Any], None]) -> Observation | str:
@@ -104,10 +106,16 @@ class ShellActions:
         if image is None:  # a provider on the host's own files (docs/sessions.md) resolves no image
             episode.image_id, episode.image_status = context.images.resolve(context.provider, env)
             image = episode.image_id
+        mounts = episode_mounts(env.session)
+        # A provider that makes no mounts has a writable root (refusal): the folders are made in it before anything.
         spec = episode.sandbox_spec(image, memory_mb=RUNNER_MEMORY_MB, pids=RUNNER_PIDS,
-                                    mounts=episode_mounts(env.session))
+                                    mounts=mounts if context.provider.mounts else ())
         sandbox = context.provider.create(dataclasses.replace(spec, network_later=verifier_network(env)))
         keep(sandbox)
+        if mounts and not context.provider.mounts:
+            problem = make_folders(sandbox, mounts, (AGENT_UID, VERIFIER_UID))
+            if problem is not None:
+                return f"the episode's folders could not be made: {problem}"
         self.cwd = env.session.workspace
         self.workspace = self.runner.path(sandbox, self.cwd)
         self.agent_env = dict(script_config(env).get("agent_env", {}))

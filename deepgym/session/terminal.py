@@ -84,7 +84,9 @@ class TerminalActions(ShellActions):
         refused = super().refusal(episode)
         if refused is None and not episode.context.provider.streams:
             refused = (f"{episode.env.id} asks for a persistent terminal, which needs a provider that keeps a "
-                       f"command's stream open; mode={episode.context.runtime!r} has none. Use mode='docker'")
+                       f"command's stream open; mode={episode.context.runtime!r} has none. Use mode='docker', or "
+                       f"act with a fresh shell per action: `terminal: fresh` in its manifest's session (an "
+                       f"imported Harbor task: import it again with --terminal fresh)")
         return refused
 
     def open(self, episode: Episode, keep: Callable[[Any], None]) -> Observation | str:

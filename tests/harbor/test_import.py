@@ -247,6 +247,23 @@ def test_the_cli_imports_and_refuses_all_or_nothing(tmp_path: Path, capsys: pyte
     assert "was not written by deepgym harbor import" in capsys.readouterr().err
 
 
+def test_terminal_fresh_gives_a_shell_per_action_for_providers_that_keep_no_stream(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Harbor's persistent terminal needs a stream kept open (docker only); --terminal fresh writes the same
+    environment with a fresh shell per action, which every provider that runs sessions has."""
+    into = tmp_path / "envs"
+    assert main(["harbor", "import", str(TASKS / "hello-world"), "--into", str(into), "--terminal", "fresh"]) == 0
+    fresh = parse_manifest(into / "hello_world" / "manifest.yaml")
+    assert (fresh.session.terminal, fresh.session.verifier, fresh.session.workspace) == ("fresh", "script", "/app")
+    assert import_task(TASKS / "hello-world", tmp_path / "default").path.joinpath("manifest.yaml").read_text() \
+        == (into / "hello_world" / "manifest.yaml").read_text().replace("terminal: fresh", "terminal: persistent")
+    with pytest.raises(ConfigurationError, match="--terminal 'tmux' is not an action channel"):
+        import_task(TASKS / "hello-world", tmp_path / "other", terminal="tmux")
+    with pytest.raises(SystemExit):
+        main(["harbor", "import", str(TASKS / "hello-world"), "--into", str(into), "--terminal", "tmux"])
+    assert "invalid choice: 'tmux'" in capsys.readouterr().err
+
+
 def test_two_tasks_with_one_name_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     twin = tmp_path / "other" / "hello_world"
     shutil.copytree(TASKS / "hello-world", twin)
@@ -265,8 +282,35 @@ def test_a_mode_that_cannot_mount_the_tasks_folders_refuses_it_with_the_fix(impo
     from deepgym import DeepGym
 
     with DeepGym(mode="local", allow_local=True) as local:
-        with pytest.raises(ValueError, match=r"needs folders of its own.*/app.*script.*Use mode='docker'"):
+        with pytest.raises(ValueError, match=r"needs folders of its own.*/app.*script.*Use mode='docker', or a "
+                                             r"provider whose sandboxes have a writable root"):
             local.session("hello_world")
+
+
+@pytest.mark.parametrize("mode", ["daytona", "e2b", "modal", "apple"])
+def test_a_remote_provider_refuses_a_persistent_terminal_or_a_verifiers_network_with_the_fix(
+        mode: str, tmp_path: Path) -> None:
+    """A remote sandbox keeps no stream open and cannot attach a network later: the task as Harbor wrote it is
+    refused with --terminal fresh as the fix, and a verifier that asks for a network is docker's only. (Their
+    folders they make: tests/providers/test_harbor_remote.py judges a task on each.)"""
+    import importlib.util
+
+    from deepgym import DeepGym
+    from support import unavailable
+
+    if mode != "apple" and importlib.util.find_spec(mode) is None:
+        unavailable(f"not run: {mode} not installed (pip install 'deepgym[{mode}]')")
+    persistent = import_task(TASKS / "hello-world", tmp_path / "persistent").path
+    task = tmp_path / "net-task"
+    shutil.copytree(TASKS / "hello-world", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("[verifier]\n", '[verifier]\nnetwork_mode = "public"\n'))
+    online = import_task(task, tmp_path / "online", terminal="fresh").path
+    with DeepGym(mode=mode) as gym:
+        with pytest.raises(ValueError, match="persistent terminal.*import it again with --terminal fresh"):
+            gym.session(parse_manifest(persistent / "manifest.yaml"))
+        with pytest.raises(ValueError, match=f"verifier asks for a network.*mode='{mode}' cannot attach"):
+            gym.session(parse_manifest(online / "manifest.yaml"))
 
 
 def test_a_verifier_that_asks_for_a_network_is_recorded_and_refused_where_none_can_be_attached(
