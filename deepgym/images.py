@@ -43,7 +43,7 @@ RUNTIME_IMAGES = ("row_python",)
 
 def image_name(name: str) -> str:
     """The image of ``name`` (an environment id, or ``base``), as docker-bake.hcl tags it."""
-    return f"{os.environ.get('DEEPGYM_REGISTRY', '')}deepgym-{name}:{os.environ.get('DEEPGYM_TAG', 'latest')}"
+    return f"{os.environ.get('DEEPGYM_REGISTRY', '')}deepgym-{name}:{os.environ.get('DEEPGYM_TAG') or 'latest'}"
 
 
 def bake_target(name: str, context: str, kind: str = "function") -> str:
@@ -170,7 +170,7 @@ def build(names: list[str] | None = None, *, rebuild: bool = False, debian_image
     root = bundle_root()
     hashes = {name: content_hash(name) for name in [BASE, *todo]}
     env = {**os.environ, "CONTENT_HASHES": json.dumps(hashes), "DEBIAN_IMAGE": resolve_debian_image(debian_image, log),
-           "REGISTRY": os.environ.get("DEEPGYM_REGISTRY", ""), "TAG": os.environ.get("DEEPGYM_TAG", "latest")}
+           "REGISTRY": os.environ.get("DEEPGYM_REGISTRY", ""), "TAG": os.environ.get("DEEPGYM_TAG") or "latest"}
     print(f"deepgym: building {len(todo)} image(s) with docker buildx bake: {', '.join(todo)}", file=log)
     command = ["docker", "buildx", "bake", "--file", str(root / "docker-bake.hcl")]
     with tempfile.TemporaryDirectory(prefix="deepgym-bake-") as scratch:

@@ -6,8 +6,8 @@
 A lane is a marker expression (pyproject.toml's markers). Each runs even when an earlier one failed, so one
 broken lane does not hide the state of the others; every test has pyproject.toml's per-test timeout, so a hang
 fails that test with a stack instead of stalling the run. At the end: each lane's counts and time, the 20
-slowest tests of the whole run, and one closing line of counts. The exit status is 0 only when every lane
-passed.
+slowest tests of the whole run, every failed test with the first line of its failure (so that a log's tail
+names them), and one closing line of counts. The exit status is 0 only when every lane passed.
 """
 
 from __future__ import annotations
@@ -29,23 +29,29 @@ LANES = {
 SLOWEST = 20
 
 
-def counts(report: Path) -> tuple[dict[str, int], list[tuple[float, str]]]:
-    """The lane's outcome counts and each test's time, from its JUnit XML report."""
+def counts(report: Path) -> tuple[dict[str, int], list[tuple[float, str]], list[str]]:
+    """The lane's outcome counts, each test's time, and each failure (the test and its message's first line),
+    from its JUnit XML report."""
     totals = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}
-    times = []
+    times, failures = [], []
     if not report.is_file():
-        return totals, times
+        return totals, times, failures
     for case in ElementTree.parse(report).getroot().iter("testcase"):
-        times.append((float(case.get("time", 0)), f"{case.get('classname')}::{case.get('name')}"))
+        test = f"{case.get('classname')}::{case.get('name')}"
+        times.append((float(case.get("time", 0)), test))
         kinds = {child.tag for child in case}
         if kinds & {"failure", "error"}:
             totals["failed"] += 1
+            for child in case:
+                if child.tag in ("failure", "error"):
+                    message = (child.get("message") or child.text or "").strip().splitlines() or [""]
+                    failures.append(f"{test} ({child.tag}): {message[0][:300]}")
         elif "skipped" in kinds:
             skipped = next(child for child in case if child.tag == "skipped")
             totals["xfailed" if skipped.get("type") == "pytest.xfail" else "skipped"] += 1
         else:
             totals["passed"] += 1
-    return totals, times
+    return totals, times, failures
 
 
 def main(names: list[str]) -> int:
@@ -53,7 +59,7 @@ def main(names: list[str]) -> int:
     if unknown:
         print(f"lanes: unknown lane(s) {unknown}; the lanes are {list(LANES)}", file=sys.stderr)
         return 2
-    summary, every_time, failed = [], [], []
+    summary, every_time, every_failure, failed = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="deepgym-lanes-") as folder:
         for name in names or list(LANES):
             report = Path(folder) / f"{name}.xml"
@@ -61,8 +67,9 @@ def main(names: list[str]) -> int:
             started = time.monotonic()
             code = subprocess.call([sys.executable, "-m", "pytest", "-m", LANES[name], f"--junitxml={report}",
                                     "--durations=10"])
-            totals, times = counts(report)
+            totals, times, failures = counts(report)
             every_time += times
+            every_failure += failures
             summary.append((name, code, time.monotonic() - started, totals))
             if code != 0:  # 5, no test collected, fails too: every lane must run tests
                 failed.append(name)
@@ -73,6 +80,9 @@ def main(names: list[str]) -> int:
     for seconds, test in sorted(every_time, reverse=True)[:SLOWEST]:
         print(f"{seconds:8.1f} s  {test}")
     total = {key: sum(totals[key] for *_, totals in summary) for key in ("passed", "failed", "skipped")}
+    if every_failure:
+        print("\n===== failed tests =====")
+        print("\n".join(every_failure))
     if failed:
         print(f"\nlanes failed: {', '.join(failed)}")
     print(f"\n{total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped")

@@ -46,3 +46,32 @@ def test_an_episode_that_edits_the_tests_is_tampering(gym, swe_rows):
         session.step("sed -i 's/return a - b/return a + b/' calc/ops.py && echo 'X = 1' >> tests/test_ops.py")
         verdict = session.score()
     assert verdict.score == 0.0 and verdict.error_type == "test_infra_tampering"
+
+
+@pytest.mark.parametrize("damage", [
+    "rm -rf .git",
+    "chmod 000 .git",
+    "echo garbage > .git/index",
+    "echo garbage > .git/HEAD",
+    "printf '* filter=x\\n' > .gitattributes && git config filter.x.clean false && git config filter.x.required true",
+])
+def test_an_agent_that_breaks_the_repositorys_git_scores_zero_never_no_verdict(gym, swe_rows, damage):
+    """The final diff is taken by the agent's own git in the agent's workspace: whatever the agent did to it is
+    the agent's doing, so a diff that cannot be taken is a scored 0, not an infrastructure failure."""
+    row = swe_rows["calc"]
+    with gym.session(swe_task(row)) as session:
+        session.start()
+        session.step(f"sed -i 's/return a - b/return a + b/' calc/ops.py && {damage}")
+        verdict = session.score()
+    assert verdict.has_verdict and verdict.score == 0.0 and not verdict.passed, verdict.to_dict()
+
+
+def test_the_agents_git_config_cannot_point_the_final_diff_elsewhere(gym, swe_rows):
+    """A core.worktree the agent set would make `git add -A` sweep another folder (here, the whole file system):
+    the final diff is taken of the workspace, whatever the repository's config says."""
+    row = swe_rows["calc"]
+    with gym.session(swe_task(row)) as session:
+        session.start()
+        session.step("sed -i 's/return a - b/return a + b/' calc/ops.py && git config core.worktree /")
+        verdict = session.score()
+    assert verdict.score == 1.0 and verdict.passed, verdict.to_dict()

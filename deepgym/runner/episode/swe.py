@@ -84,12 +84,15 @@ def setup(request: dict[str, Any], confinement: Container) -> dict[str, Any]:
 
 def final_diff(processes: Processes, request: dict[str, Any]) -> tuple[str | None, str]:
     """The agent's changes against ``base_commit``, as the agent's git writes them: (the diff, "") or (None,
-    what its git said)."""
+    what its git said). A repository the agent broke is the agent's doing: the caller scores it 0."""
     base = request["tests"].get("base_commit") or "HEAD"
     script = (f'{" ".join(GIT)} add -A >/dev/null 2>&1; exec {" ".join(GIT)} diff --cached --no-color '
               f'--no-ext-diff --no-renames --no-textconv {base} --')
-    ran = run(processes, ["/bin/sh", "-c", script], uid=request["agent_uid"], cwd=request["workspace"], stdin=b"",
-              timeout_s=DIFF_TIMEOUT_S, keep=DIFF_BYTES)
+    workspace = request["workspace"]
+    # The repository is the workspace's own: no search upwards, and no core.worktree the agent set elsewhere.
+    where = {"GIT_DIR": os.path.join(workspace, ".git"), "GIT_WORK_TREE": workspace}
+    ran = run(processes, ["/bin/sh", "-c", script], uid=request["agent_uid"], cwd=workspace, stdin=b"",
+              timeout_s=DIFF_TIMEOUT_S, keep=DIFF_BYTES, env=where)
     if ran["timed_out"] or ran["exit_code"] != 0:
         return None, ran["stderr"][-500:] or f"exit status {ran['exit_code']}"
     return ran["stdout"], ""
