@@ -51,6 +51,16 @@ class Driver:
     def keys(self, data: str, wait_s: float) -> dict:
         return self.send({"op": "keys", "data": data, "wait_s": wait_s})
 
+    def keys_until(self, data: str, wait_s: float, ends: str) -> dict:
+        """Keys, then more waits while the output does not end with ``ends`` yet: a key's wait is fixed, and a
+        loaded host may answer after it. The reply's output is everything the waits saw."""
+        reply = self.keys(data, wait_s)
+        output, deadline = reply["output"], time.monotonic() + 15
+        while not output.rstrip().endswith(ends) and time.monotonic() < deadline:
+            reply = self.keys("", 0.3)
+            output += reply["output"]
+        return {**reply, "output": output}
+
     def close(self) -> int:
         self.proc.stdin.close()
         self.proc.stdout.close()
@@ -105,15 +115,15 @@ def test_without_pastes_several_lines_still_wait_for_the_last_prompt(term):
 
 
 def test_a_repl_lives_across_actions(term):
-    term.keys("python3 -q\r", 1.5)
+    term.keys_until("python3 -q\r", 1.5, ">>>")
     assert term.type("x = 6 * 7")["output"].endswith(">>>")
     assert "42" in term.type("print(x)")["output"]
-    back = term.keys("\x04", 0.5)
+    back = term.keys_until("\x04", 0.5, "~$")
     assert back["output"].rstrip().endswith("~$")
 
 
 def test_a_shell_in_the_shell_has_its_prompt_waited_for(term):
-    term.keys("bash --norc\r", 1.0)
+    term.keys_until("bash --norc\r", 1.0, "$")
     started = time.monotonic()
     reply = term.type("sleep 1; echo inner")
     assert time.monotonic() - started >= 1 and "inner" in reply["output"] and not reply["timed_out"]
@@ -123,8 +133,8 @@ def test_a_shell_in_the_shell_has_its_prompt_waited_for(term):
 def test_a_step_that_never_returns_times_out_and_keeps_running(term):
     reply = term.type("echo begun; sleep 30", timeout_s=0.5)
     assert reply["timed_out"] and "begun" in reply["output"]
-    interrupted = term.keys("\x03", 0.3)
-    assert "^C" in interrupted["output"] and interrupted["output"].rstrip().endswith("~$")
+    interrupted = term.keys_until("\x03", 0.3, "~$")
+    assert "^C" in interrupted["output"] and interrupted["output"].rstrip().endswith("~$"), interrupted
 
 
 def test_git_prints_without_a_pager(term):
@@ -136,8 +146,11 @@ def test_git_prints_without_a_pager(term):
 def test_a_pager_shows_its_screen_and_gives_the_terminal_back(term):
     term.type("seq 1 100 > numbers")
     shown = term.keys("less numbers\r", 1.0)
+    deadline = time.monotonic() + 15
+    while not shown["screen"].startswith("1\n2\n3") and time.monotonic() < deadline:
+        shown = term.keys("", 0.3)
     assert shown["alternate"] and shown["screen"].startswith("1\n2\n3")
-    gone = term.keys("q", 0.5)
+    gone = term.keys_until("q", 0.5, "~$")
     assert not gone["alternate"] and gone["screen"].rstrip().endswith("~$")
 
 
