@@ -140,3 +140,20 @@ def test_a_background_writer_into_logs_is_killed_before_the_verifier_runs(gym):
 def test_a_broken_terminal_gets_a_zero(gym, attack):
     verdict = episode(gym, "hello_world", attack)
     assert verdict.score == 0.0 and verdict.error_type in ("wrong_answer", "policy_sandbox_failure"), verdict.details
+
+
+@pytest.mark.parametrize("attack", [
+    'chmod 000 "$PWD"',
+    'd=$PWD; for i in $(seq 1500); do mkdir x && cd x || break; done; cd "$d"',
+    "touch $'\\xff.pth'; mkdir $'\\xff'; touch $'\\xff/conftest.py'",
+    "mkfifo conftest.py; ln -s loop loop",
+], ids=["workspace_unreadable", "deep_folders", "undecodable_names", "fifo_and_loop"])
+def test_what_the_agent_leaves_cannot_stop_the_verifier_before_its_run(gym, attack):
+    """Everything before test.sh starts is the verifier's own work (the tampering check, the tests copied in,
+    the run's start in the workspace), and its failure would be no verdict: nothing the agent leaves may make
+    it fail. Each of these still gets a verdict, and never a 1.0 it did not earn."""
+    reference = action_sequences(load_environment("hello_world"), "reference")[0]
+    verdict = episode(gym, "hello_world", [*reference, attack])
+    assert verdict.has_verdict and verdict.score in (0.0, 1.0), verdict.details
+    if verdict.score == 1.0:
+        assert attack.startswith("d=$PWD"), verdict.details  # only the deep folders leave test.sh its file

@@ -292,6 +292,24 @@ def test_code_that_floods_the_probes_output_gets_a_verdict(gym):
     assert (verdict.score, verdict.error_type) == (0.0, "wrong_answer")
 
 
+@pytest.mark.parametrize("name", SHELL_ENVS)
+@pytest.mark.parametrize("attack", ['chmod 000 "$PWD"', 'chmod -R 000 "$PWD"/*',
+                                    'd=$PWD; for i in $(seq 1500); do mkdir x && cd x || break; done; cd "$d"'],
+                         ids=["workspace_closed", "files_closed", "deep_folders"])
+def test_a_workspace_the_agent_closed_or_nested_deep_still_gets_a_verdict(gym, name, attack):
+    """The probes and the verifier run in the agent's workspace, which the agent owns: after the reference, an
+    agent that takes every right from it, or nests folders deeper than a recursive walk goes, is scored (a
+    probe that cannot enter it fails as a shell's `cd` would), never left without a verdict."""
+    with gym.session(name) as session:
+        session.start()
+        for action in [*action_sequences(load_environment(name), "reference")[0], attack]:
+            session.step(action)
+        verdict = session.score()  # a Verdict: NoVerdictError would fail the test
+    assert verdict.has_verdict and 0.0 <= verdict.score <= 1.0, verdict.details
+    if "chmod" in attack:
+        assert verdict.score < 1.0, verdict.details  # nothing of the agent's work can be read
+
+
 def test_a_policy_that_fills_the_scratch_space_gets_a_verdict(gym, faults):
     with gym.session(faults, variant=0) as session:
         session.start()

@@ -54,7 +54,8 @@ def quiesce(processes: Processes) -> str | None:
 def run(processes: Processes, argv: list[str], *, uid: int, cwd: str, stdin: bytes, timeout_s: float,
         keep: int, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run ``argv`` as ``uid`` with ``stdin``, a wall-clock limit and at most ``keep`` bytes of stdout kept;
-    ``env`` adds to the clean environment (:meth:`Processes.spawn`).
+    ``env`` adds to the clean environment (:meth:`Processes.spawn`). A ``cwd`` that ``uid`` cannot enter is a
+    run that failed with status 126, never an exception.
 
     ``stdin`` (a probe's input, the environment's and small) fits in a pipe's buffer, so it is written and
     closed before the process starts: it reads it to its end and never blocks the runner."""
@@ -65,6 +66,12 @@ def run(processes: Processes, argv: list[str], *, uid: int, cwd: str, stdin: byt
         os.write(write_end, stdin)
         os.close(write_end)
         proc = processes.spawn(argv, cwd=cwd, stdin=read_end, uid=uid, env=env)
+    except OSError as exc:
+        if exc.filename != cwd:
+            raise
+        # Every caller's cwd is the agent's workspace (or /): the agent owns it and may take every right from
+        # it (chmod 000), so a process that cannot enter it ran and failed, as a shell's `cd` would.
+        return {"exit_code": 126, "timed_out": False, "stdout": "", "stderr": f"cannot enter {cwd}: {exc.strerror}"}
     finally:
         os.close(read_end)
     supervised = Supervised(processes, proc, keep_stdout=keep)

@@ -20,7 +20,9 @@ uid quiet, in this order:
    (its ``reward``, or its one value) before ``reward.txt`` (one number), as Harbor reads them.
 
 Attribution: everything up to the command's start is ours (no verdict when it fails, ``verifier_error``),
-unless the agent caused it (a full ``/tmp``: :func:`harness.verifier_folder`). Once the command runs it reads the
+unless the agent caused it: a full ``/tmp`` (:func:`harness.verifier_folder`), files nested too deep or too many
+to check (:mod:`tampering`). A workspace the agent closed to the verifier is a command that ran and failed
+(:func:`harness.run`). Once the command runs it reads the
 agent's state, so a missing or malformed reward, a crash or a timeout is charged to that state: a 0 with its
 reason (``solution_error``, ``solution_timeout``), never no verdict. A broken ``test.sh`` therefore scores its
 reference 0, which ``deepgym check`` shows.

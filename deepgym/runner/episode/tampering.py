@@ -25,6 +25,7 @@ import os
 import pkgutil
 import re
 import sys
+from collections.abc import Callable, Iterator
 
 from ..confine.privileges import file_rights
 
@@ -56,7 +57,7 @@ def find(folders: list[str], *, uid: int, workspace: str, start: str, script: st
     entries = 0
     with file_rights(uid):
         for folder in folders:
-            for root, dirs, files in os.walk(folder, onerror=unlisted):
+            for root, dirs, files in _walk(folder, unlisted):
                 entries += len(dirs) + len(files)
                 if entries > MAX_ENTRIES:
                     return found + [f"{folder}: more than {MAX_ENTRIES} files and folders, too many to check"]
@@ -72,6 +73,31 @@ def find(folders: list[str], *, uid: int, workspace: str, start: str, script: st
                               and os.path.isfile(os.path.join(root, name, "__init__.py"))
                               and _agents(os.path.join(root, name, "__init__.py"), workspace, start)]
     return found
+
+
+def _walk(top: str, onerror: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top)`` top-down, links not followed, without recursion: Python 3.11's os.walk recurses once
+    per level, and the agent may nest folders a few thousand deep (a RecursionError here would be no verdict)."""
+    stack = [top]
+    while stack:
+        root = stack.pop()
+        try:
+            with os.scandir(root) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            onerror(exc)
+            continue
+        dirs, files, below = [], [], []
+        for entry in entries:
+            try:
+                folder, link = entry.is_dir(), entry.is_symlink()  # as os.walk: a link to a folder is in dirs
+            except OSError:
+                folder, link = False, False
+            (dirs if folder else files).append(entry.name)
+            if folder and not link:
+                below.append(entry.path)
+        yield root, dirs, files
+        stack += reversed(below)
 
 
 def _reason(full: str, name: str, tools: frozenset[str], modules: frozenset[str]) -> str | None:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ...shutdown import requested as shutdown_requested
 from ..base import ExecOptions, ExecResult, Image, NodeLost, Provider, ProviderUnavailable, Sandbox, SandboxError, \
-    SandboxLost, SandboxSpec, StartFailure
+    SandboxLost, SandboxSpec
 from .errors import NotReached, answered, translated
 from .node import Failed, Started, judge_here, sweep_here
 
