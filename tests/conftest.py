@@ -85,6 +85,14 @@ class SecondEngine:
 
 
 @pytest.fixture(scope="session")
+def docker_compose_file() -> str:
+    """pytest-docker's compose file (its ``docker_services`` fixture): tests/registry's registries, whose image
+    is built first."""
+    ensure_images("registry")
+    return str(ROOT / "tests" / "registry" / "docker-compose.yml")
+
+
+@pytest.fixture(scope="session")
 def second_engine():
     """A second engine with its own data root, socket, containerd and bridge; stopped and wiped after
     the session, when no deepgym container may be left on it either."""

@@ -7,6 +7,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -289,3 +290,27 @@ def harbor_environments(into: Path, *tasks: str, terminal: str = "persistent") -
             yield names
         finally:
             content_hash.cache_clear()
+
+
+class HangingRegistry:
+    """A registry that accepts connections and never answers a byte."""
+
+    def __init__(self):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+    def close(self) -> None:
+        self.server.close()
+        for connection in self.held:
+            connection.close()

@@ -319,6 +319,8 @@ class Provider(ABC):
     awaits: ClassVar[bool] = False
     """Whether :meth:`arun` works here: a sample can be awaited on an event loop with no thread waiting for it
     (the async API then skips its executor, :mod:`deepgym.aio`)."""
+    pulls: ClassVar[bool] = False
+    """Whether :meth:`pull` works here: an image fetched by its digest from the registry its reference names."""
     images_elsewhere: ClassVar[bool] = False
     """Whether the images live where the sandboxes run and not where deepgym is called (Ray's nodes, each with
     an engine of its own): the caller then names an image by reference and the labels it must carry
@@ -361,6 +363,12 @@ class Provider(ABC):
         its stdio attached: a capability of the providers whose :attr:`attaches` is true. Raises StartFailure,
         ImageMissing or ProviderUnavailable (nothing is left behind then)."""
         raise NotImplementedError(f"the {self.name} provider cannot attach to a sandbox's main process")
+
+    def pull(self, ref: str, timeout_s: float) -> Image:
+        """Fetch ``ref``, a digest-pinned reference (``registry/name@sha256:...``), from its registry, within
+        ``timeout_s``: a capability of the providers whose :attr:`pulls` is true. Only a digest is pulled, so
+        what arrives is byte for byte what the caller resolved. Raises ImageMissing when it cannot be had."""
+        raise NotImplementedError(f"the {self.name} provider cannot pull an image")
 
     def warm_pool(self) -> WarmRuns | None:
         """This provider's warm sandboxes, made on first use; None when it has none."""

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,7 +18,7 @@ import pytest
 
 from deepgym import DeepGym
 from deepgym.pushed import PushedImage, write_manifest
-from support import fenced, solution
+from support import HangingRegistry, fenced, solution
 
 from .conftest import BreakableEngine
 
@@ -129,30 +127,6 @@ def test_data_root_full(chaos_engine: BreakableEngine, deepgym_log):
         finally:
             filler.unlink(missing_ok=True)
         right_again(gym)
-
-
-class HangingRegistry:
-    """A registry that accepts connections and never answers a byte."""
-
-    def __init__(self):
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.held: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.server.accept()
-            except OSError:
-                return
-            self.held.append(connection)
-
-    def close(self) -> None:
-        self.server.close()
-        for connection in self.held:
-            connection.close()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import subprocess
+import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +21,12 @@ import pytest
 from deepgym import DeepGym, NoVerdictError
 from deepgym.cli import main
 from deepgym.errors import ConfigurationError, ImagePushError
-from deepgym.images import build, content_hash, image_name
+from deepgym.images import HASH_LABEL, build, content_hash, image_name
 from deepgym.push import push, repository
 from deepgym.pushed import MANIFEST_VARIABLE, read_manifest
+from deepgym.sandbox import ImageMissing
+from deepgym.sandbox.docker import DockerProvider
+from support import HangingRegistry
 
 ENV = "coin_change"
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,17 +70,6 @@ class Registry:
             request.add_header("Authorization", f"Basic {token}")
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)["tags"]
-
-
-@pytest.fixture(scope="session")
-def registry_image() -> None:
-    build(["registry"])
-
-
-@pytest.fixture(scope="session")
-def docker_compose_file(registry_image) -> str:
-    """pytest-docker's compose file; the registry's image is built first."""
-    return str(ROOT / "tests" / "registry" / "docker-compose.yml")
 
 
 @pytest.fixture(params=["open", "htpasswd"])
@@ -168,4 +161,30 @@ def test_a_remote_engine_pulls_the_pushed_image_by_digest_and_judges_with_it(doc
         assert (right.score, wrong.score, wrong.error_type) == (1.0, 0.0, "wrong_answer")
         assert right.image_id == image_id(unique_image) and right.image_status == "current"
     finally:
+        second_engine.docker("image", "rm", "-f", pushed.ref)
+
+
+@pytest.mark.docker
+def test_the_docker_provider_pulls_a_digest_and_only_a_digest_within_its_timeout(docker_services, unique_image,
+                                                                                  second_engine, tmp_path):
+    """Provider.pull, which a Ray node uses for an image it lacks: the pushed digest arrives on the second engine
+    (which never had it) as the bytes pushed; a tag is refused; a registry that never answers ends the pull
+    within its timeout as image_missing."""
+    address = f"127.0.0.1:{docker_services.port_for('open', 5000)}"
+    pushed = push(address, [ENV], manifest=tmp_path / "deepgym-images.json", log=io.StringIO())[ENV]
+    provider = DockerProvider(docker_host=second_engine.host)
+    hanging = HangingRegistry()
+    try:
+        assert second_engine.docker("image", "inspect", pushed.ref).returncode != 0
+        pulled = provider.pull(pushed.ref, 120)
+        assert pulled.id == image_id(unique_image) and pulled.labels[HASH_LABEL] == content_hash(ENV)
+        with pytest.raises(ImageMissing, match="names no digest"):
+            provider.pull(pushed.tagged, 120)
+        started = time.monotonic()
+        with pytest.raises(ImageMissing, match="could not be pulled"):
+            provider.pull(f"127.0.0.1:{hanging.port}/deepgym-{ENV}@sha256:{'0' * 64}", 3)
+        assert time.monotonic() - started < 15, "the engine's own wait for the registry is longer"
+    finally:
+        hanging.close()
+        provider.close()
         second_engine.docker("image", "rm", "-f", pushed.ref)

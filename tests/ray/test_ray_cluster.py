@@ -7,6 +7,8 @@ comes last (conftest.py orders it so): the cluster has one node after it."""
 from __future__ import annotations
 
 import asyncio
+import io
+import subprocess
 import sys
 import threading
 import time
@@ -15,6 +17,8 @@ import pytest
 
 from deepgym import DeepGym, NoVerdictError
 from deepgym.images import content_hash, image_name
+from deepgym.push import push
+from deepgym.pushed import PushedImage, write_manifest
 from support import ROOT, fenced, solution
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.timeout(900)]
@@ -76,6 +80,33 @@ def test_a_node_without_the_callers_image_gives_image_missing_naming_itself(call
     with DeepGym(mode="ray") as gym:
         judged = gym.run("two_sum", answer)
     assert judged.score == 1.0 and judged.node == caller.nodes["a"].id
+
+
+def test_a_node_pulls_the_manifests_digest_it_lacks_and_judges_with_it(caller, monkeypatch, second_engine,
+                                                                        docker_services, tmp_path):
+    """Node b never had two_sum's image: given the caller's pushed-images manifest, it pulls the digest from the
+    registry and judges with those bytes; a digest the registry does not hold is image_missing naming the node."""
+    monkeypatch.setenv("DEEPGYM_RAY_RESOURCE", "deepgym_b")
+    address = f"127.0.0.1:{docker_services.port_for('open', 5000)}"
+    manifest = tmp_path / "deepgym-images.json"
+    pushed = push(address, ["two_sum"], manifest=manifest, log=io.StringIO())["two_sum"]
+    assert second_engine.docker("image", "inspect", pushed.ref).returncode != 0
+    answer = fenced(solution("two_sum", "reference"))
+    try:
+        with DeepGym(mode="ray", image_manifest=manifest) as gym:
+            judged = gym.run("two_sum", answer)
+        assert judged.score == 1.0 and judged.node == caller.nodes["b"].id, judged
+        assert judged.provenance["image_digest"] == pushed.digest and judged.provenance["image_ref"] == pushed.ref
+        assert second_engine.docker("image", "inspect", pushed.ref).returncode == 0, "pulled by its digest"
+        unknown = PushedImage(pushed.repository, pushed.tag, "sha256:" + "0" * 64)
+        write_manifest(manifest, {"two_sum": unknown})
+        with DeepGym(mode="ray", image_manifest=manifest) as gym:
+            missing = gym.judge("two_sum", answer)
+        assert isinstance(missing, NoVerdictError) and missing.error_type == "image_missing", missing
+        assert f"Ray node {caller.nodes['b'].id} lacks {unknown.ref} and could not pull it" in missing.reason
+    finally:
+        second_engine.docker("image", "rm", "-f", pushed.ref)
+        subprocess.run(["docker", "image", "rm", "-f", pushed.ref], capture_output=True)
 
 
 def test_hostile_single_turn_submissions_get_their_verdict_through_ray(caller):

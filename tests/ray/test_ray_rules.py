@@ -82,6 +82,42 @@ def test_a_node_judges_only_in_the_image_the_caller_resolved():
         node.checked_image(unlabelled, SPEC, "n1")
 
 
+class PullingProvider(NodeProvider):
+    """A node's provider that can pull: ``registry`` holds what a pull fetches."""
+
+    pulls = True
+
+    def __init__(self, images: Mapping[str, Image], registry: Mapping[str, Image]):
+        super().__init__(images)
+        self.registry = dict(registry)
+        self.pulled: list[tuple[str, float]] = []
+
+    def pull(self, ref: str, timeout_s: float) -> Image:
+        self.pulled.append((ref, timeout_s))
+        if ref not in self.registry:
+            raise ImageMissing(f"{ref} could not be pulled: manifest unknown")
+        self.images[ref] = self.registry[ref]
+        return self.images[ref]
+
+
+PINNED = "127.0.0.1:5000/deepgym-coin_change@sha256:" + "a" * 64
+
+
+def test_a_node_pulls_a_digest_it_lacks_and_only_a_digest(monkeypatch):
+    monkeypatch.setenv(node.PULL_TIMEOUT_VARIABLE, "7")
+    pinned = SandboxSpec(image=PINNED, image_labels=WANTED)
+    local = PullingProvider({}, {PINNED: Image("sha256:pulled", dict(WANTED))})
+    assert node.checked_image(local, pinned, "n1").id == "sha256:pulled" and local.pulled == [(PINNED, 7.0)]
+    assert node.checked_image(local, pinned, "n1").id == "sha256:pulled" and len(local.pulled) == 1  # had now
+    with pytest.raises(ImageMissing, match=f"Ray node n1 has no image {REF}"):  # a tag is never pulled
+        node.checked_image(PullingProvider({}, {REF: Image("sha256:x", dict(WANTED))}), SPEC, "n1")
+    with pytest.raises(ImageMissing, match=f"Ray node n1 lacks {PINNED} and could not pull it: .*manifest unknown"):
+        node.checked_image(PullingProvider({}, {}), pinned, "n1")
+    stale = PullingProvider({}, {PINNED: Image("sha256:old", {HASH_LABEL: "0ld"})})
+    with pytest.raises(ImageMissing, match="'0ld' there, the caller's files give 'abc123'"):
+        node.checked_image(stale, pinned, "n1")  # pulled bytes are checked like any other
+
+
 def test_a_node_says_it_started_then_answers_with_its_id_and_its_image(on_node):
     local = NodeProvider({REF: Image("sha256:good", dict(WANTED))})
     on_node(local)

@@ -33,8 +33,10 @@ import docker.errors
 
 from ...shutdown import register as on_shutdown
 from ...admission import engine_key
-from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxSpec
-from .engine import NETWORK, Attached, Engine, Launch, container_settings
+from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, ProviderUnavailable, SandboxSpec, \
+    StartFailure
+from .engine import API_VERSION, NETWORK, Attached, Engine, Launch, container_settings, engine_options, \
+    translate_errors
 from ..ready import MAX_KINDS, REFILLERS, ReadyPool, prewarm_size
 from .sandbox import DockerSandbox
 from .scripts import INIT
@@ -54,6 +56,7 @@ class DockerProvider(Provider):
     name = "docker"
     attaches = True
     streams = True
+    pulls = True
     mounts = True
     late_network = True
     process_isolation = True
@@ -97,6 +100,35 @@ class DockerProvider(Provider):
             except docker.errors.ImageNotFound:
                 raise ImageMissing(f"{ref} is not built") from None
         return Image(id=info["Id"], labels=dict((info.get("Config") or {}).get("Labels") or {}))
+
+    def pull(self, ref: str, timeout_s: float) -> Image:
+        """``ref`` pulled by its digest, within ``timeout_s`` in all: docker-py waits on a pull with no timeout,
+        so it runs in a thread of its own, and a pull past the bound has its connection closed (a registry that
+        never answers would otherwise hold the sample until the engine gives up on it)."""
+        if "@sha256:" not in ref:
+            raise ImageMissing(f"{ref} names no digest; only a digest-pinned reference is pulled "
+                               f"(`deepgym images push` records them)")
+        with translate_errors("start", self.engine.url):
+            pulling = docker.APIClient(**engine_options(self.engine.docker_host), version=API_VERSION)
+        failed: list[str] = []
+
+        def fetch() -> None:
+            try:
+                with translate_errors("start", self.engine.url):
+                    for event in pulling.pull(ref, stream=True, decode=True):
+                        if "error" in event:
+                            failed.append(str(event["error"]))
+            except (ProviderUnavailable, StartFailure, ImageMissing) as exc:
+                failed.append(exc.reason)
+
+        worker = threading.Thread(target=fetch, name="deepgym-pull", daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        pulling.close()  # ends a pull still waiting: its thread sees the closed connection and returns
+        if worker.is_alive() or failed:
+            why = failed[0] if failed else f"no end in {timeout_s:g} s"
+            raise ImageMissing(f"{ref} could not be pulled: {why}")
+        return self.image(ref)
 
     def create(self, spec: SandboxSpec) -> DockerSandbox:
         container: str | None = None

@@ -4,7 +4,8 @@ A node judges with a provider of its own (:data:`NODE_MODE_VARIABLE`, docker by 
 node's ``DOCKER_HOST`` names), one per worker process, since a worker judges one sample at a time. It judges
 only in the image the caller resolved: the reference the caller named, carrying the labels the caller requires
 (the content hash of the caller's environment files). Anything else is ``image_missing`` naming the node and the
-image, never a verdict from another image. It takes a slot of the node's own host-wide admission
+image, never a verdict from another image; a digest-pinned reference it lacks (the caller's pushed-images
+manifest) it pulls from the registry first. It takes a slot of the node's own host-wide admission
 (:mod:`deepgym.admission`) before anything starts, so that Ray's scheduling and every other deepgym process of
 that host share one bound.
 
@@ -31,6 +32,10 @@ from ..direct import make_direct
 NODE_MODE_VARIABLE = "DEEPGYM_RAY_NODE_MODE"
 """The provider a node judges with (set where ``ray start`` runs): ``docker`` (the default) or ``apple``, the
 modes whose sandboxes start from an image reference."""
+
+PULL_TIMEOUT_VARIABLE = "DEEPGYM_RAY_PULL_TIMEOUT_S"
+DEFAULT_PULL_TIMEOUT_S = 300.0
+"""How long a node's pull of a missing image may go without progress before the sample is ``image_missing``."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +87,25 @@ def local_provider() -> tuple[Provider, Admission | None]:
 
 def checked_image(provider: Provider, spec: SandboxSpec, node: str) -> Image:
     """The node's image of ``spec.image``, when it carries every label of ``spec.image_labels``; else
-    ImageMissing naming the node and what it lacks."""
+    ImageMissing naming the node and what it lacks. A digest-pinned reference (the caller gave a pushed-images
+    manifest) that the node lacks is pulled from its registry first."""
     try:
         image = provider.image(spec.image)
     except ImageMissing:
+        image = None
+    if image is None and provider.pulls and "@sha256:" in spec.image:
+        timeout_s = float(os.environ.get(PULL_TIMEOUT_VARIABLE, DEFAULT_PULL_TIMEOUT_S))
+        try:
+            image = provider.pull(spec.image, timeout_s)
+        except ImageMissing as exc:
+            raise ImageMissing(f"Ray node {node} lacks {spec.image} and could not pull it: {exc.reason}; push it "
+                               f"again (`deepgym images push`), or check that the node reaches the registry"
+                               ) from None
+    if image is None:
         raise ImageMissing(f"Ray node {node} has no image {spec.image}; build it on that node (`deepgym images "
-                           f"build` with the caller's DEEPGYM_TAG), or pull or load it there") from None
+                           f"build` with the caller's DEEPGYM_TAG), load it there, or push it to a registry the "
+                           f"nodes reach and give the caller its manifest (`deepgym images push`), which the "
+                           f"nodes then pull by digest")
     wrong = [f"{label} is {image.labels.get(label)!r} there, the caller's files give {wanted!r}"
              for label, wanted in spec.image_labels.items() if image.labels.get(label) != wanted]
     if wrong:
