@@ -227,6 +227,15 @@ class Canaries:
                     self._check(key, state, env, admission)
             finally:
                 state.lock.release()
+        return self.refusal(env)
+
+    def refusal(self, env: Environment) -> NoVerdictError | None:
+        """The sample's refusal when ``env``'s image is unhealthy, else None, checking nothing: for a caller that
+        must never block (a coroutine on the event loop), which had a due check run elsewhere first."""
+        key = self._key_of(env)
+        if key is None:
+            return None
+        state = _state(key)
         if state.checked and not state.healthy:
             return NoVerdictError("image_unhealthy", f"{key[2]} ({key[1]}) is unhealthy: {state.failure}. Its "
                                                      f"samples get no verdict until a canary passes again (retried "

@@ -241,9 +241,9 @@ class DeepGym(AsyncFaces):
 
     async def _adecide(self, prepared: Sample) -> Outcome:
         """:meth:`_decide` awaited on a provider that :attr:`~deepgym.sandbox.base.Provider.awaits` (no
-        admission of this host's): no thread waits for the sample. A due canary check already ran
-        (:meth:`AsyncFaces._check_canaries`), so the gate here never waits."""
-        refused = self.canaries.gate(prepared.env, None, wait=False) if self.canaries is not None else None
+        admission of this host's): no thread waits for the sample. A due canary check already ran in a thread
+        (:meth:`AsyncFaces._check_canaries`), so here the image's health is only read, never checked."""
+        refused = self.canaries.refusal(prepared.env) if self.canaries is not None else None
         if refused is not None:
             return self._counted(prepared, refused, None)
         started = time.monotonic()

@@ -97,7 +97,7 @@ class Images:
             return self.ref(env), "current"
         if provider.registers_images:
             return self._registered(provider, env)
-        ref = self.ref(env)
+        ref = self._key(provider, env)
         with self._lock:
             known = self._resolved.get(ref)
         if known is not None:
@@ -142,7 +142,7 @@ class Images:
         """(image id, status) of ``env``'s image as registered with ``provider`` under its content-hash name
         (:func:`deepgym.registration.registered_name`): current by construction, since the name changes
         with the environment's files."""
-        name = registered_name(env.id)
+        name = self._key(provider, env)
         with self._lock:
             known = self._resolved.get(name)
         if known is not None:
@@ -159,9 +159,12 @@ class Images:
 
     def forget(self, provider: Provider, env: Environment) -> None:
         """Drop what :meth:`resolve` remembered of ``env``'s image on ``provider`` (it went missing)."""
-        key = registered_name(env.id) if provider.registers_images else self.ref(env)
         with self._lock:
-            self._resolved.pop(key, None)
+            self._resolved.pop(self._key(provider, env), None)
+
+    def _key(self, provider: Provider, env: Environment) -> str:
+        """The name :meth:`resolve` remembers ``env``'s image under on ``provider``: the one it resolves."""
+        return registered_name(env.id) if provider.registers_images else self.ref(env)
 
 
 def runner_exit(result: ExecResult) -> int | None:

@@ -39,9 +39,11 @@ class SweActions(TerminalActions):
         self.task = task
 
     def refusal(self, episode: Episode) -> str | None:
-        if episode.context.provider.host_image is not None or not self.runner.own_uids:
-            return (f"SWE episodes run in the instance's image, with uids of their own; "
-                    f"mode={episode.context.runtime!r} has neither. Use mode='docker'")
+        provider = episode.context.provider
+        if provider.host_image is not None or not self.runner.own_uids or not provider.streams:
+            return (f"SWE episodes run in the instance's image, with uids of their own, through a persistent "
+                    f"terminal whose stream stays open; mode={episode.context.runtime!r} lacks one of these. Use "
+                    f"mode='docker' (the single-turn way in, a response's diff, needs no terminal)")
         return super().refusal(episode)
 
     def runner_argv(self) -> tuple[str, ...]:

@@ -77,3 +77,16 @@ def test_pytest_summary_lines_match_ids_exactly():
               "PASSED t.py::test_f[a  b]\nERROR t.py::test_g - boom\nsome PASSED t.py::test_h\n")
     assert pytest_log(output, listed) == {"t.py::test_f[a b]": "passed", "t.py::test_f[[x] y]": "failed",
                                           "t.py::test_g": "error"}
+
+
+@pytest.mark.docker
+def test_an_swe_episode_is_refused_where_no_persistent_terminal_can_run(swe_rows):
+    """A provider whose sandboxes keep no stream open (apple's, like every remote one) cannot host the episode's
+    terminal: refused before any sandbox, naming what is missing and the mode that has it, with no advice about
+    a manifest that an SWE row does not have."""
+    from deepgym import DeepGym
+    from deepgym.swe import swe_task
+
+    with DeepGym(mode="apple") as gym:
+        with pytest.raises(ValueError, match="persistent terminal whose stream stays open.*Use mode='docker'"):
+            gym.session(swe_task(swe_rows["calc"]))
