@@ -1,7 +1,7 @@
 """mode="ray" on a real two-node Ray cluster on this machine (tests/ray/conftest.py): node a on this machine's
 engine, node b on the second engine, and a caller whose DOCKER_HOST points nowhere. Right answers 1.0 and wrong
-ones 0 from both nodes, each verdict naming its node; a node without the caller's image says so; a node killed
-mid-batch costs only no-verdicts, and the samples it had not started are judged on the other node. The node kill
+ones 0 from both nodes, each verdict naming its node; a node without the caller's image says so, and pulls a
+pushed digest it lacks; the whole hostile suite gets its verdicts; a node killed mid-batch costs only no-verdicts, and the samples it had not started are judged on the other node. The node kill
 comes last (conftest.py orders it so): the cluster has one node after it."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,9 @@ from deepgym import DeepGym, NoVerdictError
 from deepgym.images import content_hash, image_name
 from deepgym.push import push
 from deepgym.pushed import PushedImage, write_manifest
-from support import ROOT, fenced, solution
+from support import ROOT, ensure_images, escaped_processes, fenced, solution
+
+from ray_cluster import FIRST_ENGINE
 
 pytestmark = [pytest.mark.ray, pytest.mark.docker, pytest.mark.timeout(900)]
 
@@ -82,14 +86,21 @@ def test_a_node_without_the_callers_image_gives_image_missing_naming_itself(call
     assert judged.score == 1.0 and judged.node == caller.nodes["a"].id
 
 
-def test_a_node_pulls_the_manifests_digest_it_lacks_and_judges_with_it(caller, monkeypatch, second_engine,
-                                                                        docker_services, tmp_path):
+@pytest.fixture
+def pushed_two_sum(docker_services, tmp_path) -> tuple[Path, PushedImage]:
+    """two_sum's image pushed to tests/registry's open registry (before the caller's DOCKER_HOST points nowhere):
+    the manifest and the pushed image."""
+    address = f"127.0.0.1:{docker_services.port_for('open', 5000)}"
+    manifest = tmp_path / "deepgym-images.json"
+    return manifest, push(address, ["two_sum"], manifest=manifest, log=io.StringIO())["two_sum"]
+
+
+def test_a_node_pulls_the_manifests_digest_it_lacks_and_judges_with_it(pushed_two_sum, caller, monkeypatch,
+                                                                        second_engine):
     """Node b never had two_sum's image: given the caller's pushed-images manifest, it pulls the digest from the
     registry and judges with those bytes; a digest the registry does not hold is image_missing naming the node."""
     monkeypatch.setenv("DEEPGYM_RAY_RESOURCE", "deepgym_b")
-    address = f"127.0.0.1:{docker_services.port_for('open', 5000)}"
-    manifest = tmp_path / "deepgym-images.json"
-    pushed = push(address, ["two_sum"], manifest=manifest, log=io.StringIO())["two_sum"]
+    manifest, pushed = pushed_two_sum
     assert second_engine.docker("image", "inspect", pushed.ref).returncode != 0
     answer = fenced(solution("two_sum", "reference"))
     try:
@@ -106,22 +117,38 @@ def test_a_node_pulls_the_manifests_digest_it_lacks_and_judges_with_it(caller, m
         assert f"Ray node {caller.nodes['b'].id} lacks {unknown.ref} and could not pull it" in missing.reason
     finally:
         second_engine.docker("image", "rm", "-f", pushed.ref)
-        subprocess.run(["docker", "image", "rm", "-f", pushed.ref], capture_output=True)
+        subprocess.run(["docker", "--host", FIRST_ENGINE, "image", "rm", "-f", pushed.ref], capture_output=True)
 
 
-def test_hostile_single_turn_submissions_get_their_verdict_through_ray(caller):
-    """The providers' subset of the hostile suite (attacks on secrets, signals, privileges, the network, exits and
-    the file system), each scored 0 with its expected error type wherever Ray placed it."""
-    sys.path.insert(0, str(ROOT / "tests" / "providers"))
-    from standins import hostile_attacks
+@pytest.fixture
+def hostile_images() -> list:
+    """The hostile suite's attacks, their images built on node a's engine before the caller's DOCKER_HOST points
+    nowhere."""
+    sys.path.insert(0, str(ROOT / "tests" / "hostile"))
+    from attacks import ATTACKS
 
-    attacks = hostile_attacks("coin_change")
-    with DeepGym(mode="ray") as gym:
-        outcomes = gym.run_batch("coin_change", [attack.response for attack in attacks], max_parallel=4)
-    for attack, outcome in zip(attacks, outcomes):
-        assert outcome.has_verdict and not outcome.passed and outcome.error_type in attack.expected, \
-            (attack.id, outcome.to_dict())
-        assert outcome.node in {node.id for node in caller.nodes.values()}
+    ensure_images(*sorted({attack.env for attack in ATTACKS}))
+    return ATTACKS
+
+
+def test_the_whole_hostile_suite_gets_its_verdicts_through_ray(hostile_images, caller, monkeypatch):
+    """Every attack of tests/hostile/attacks.py through Ray, each scored 0 with its expected error type wherever
+    Ray placed it, and nothing of the submissions' uid left on the host. coin_change's are spread over both nodes;
+    the other environments' images are on node a's engine only, so their attacks go there."""
+    nodes = {node.id for node in caller.nodes.values()}
+    for resource, attacks in (("deepgym_sandbox", [a for a in hostile_images if a.env == "coin_change"]),
+                              ("deepgym_a", [a for a in hostile_images if a.env != "coin_change"])):
+        monkeypatch.setenv("DEEPGYM_RAY_RESOURCE", resource)
+        with DeepGym(mode="ray") as gym, ThreadPoolExecutor(4) as pool:
+            outcomes = list(zip(attacks, pool.map(lambda attack: gym.judge(attack.env, attack.response), attacks)))
+        for attack, outcome in outcomes:
+            assert outcome.has_verdict, (attack.id, outcome.error_type, outcome.reason[:2000])
+            assert not outcome.passed and outcome.score == 0.0 and outcome.error_type in attack.expected, \
+                (attack.id, outcome.to_dict())
+            assert outcome.node in nodes
+        if resource == "deepgym_sandbox":
+            assert {outcome.node for _, outcome in outcomes} == nodes, "coin_change's attacks ran on both nodes"
+    assert escaped_processes() == []
 
 
 def in_play_on(engine, timeout_s: float = 120.0) -> str:

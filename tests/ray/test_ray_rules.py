@@ -345,3 +345,14 @@ def test_a_shutdown_stops_the_wait_and_cancels_the_task(monkeypatch):
     with pytest.raises(SandboxLost, match="shutting down"):
         dispatching(FakeRay(stream)).run(SPEC, ["runner"], OPTIONS)
     assert stream.cancelled
+
+
+def test_a_desktop_episode_is_refused_through_ray_before_any_sandbox(monkeypatch):
+    """A desktop's supervisor is its sandbox's attached main process, which Ray's episode actor cannot hold:
+    refused at once, naming the mode that runs it, with no cluster asked."""
+    from deepgym import DeepGym
+
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")  # nothing answers there: any contact would fail first
+    with DeepGym(mode="ray") as gym:
+        with pytest.raises(ValueError, match="desktop environments run on local Docker; mode 'ray'.*mode='docker'"):
+            gym.session("todo_list")

@@ -103,27 +103,3 @@ def test_a_caller_killed_mid_episode_leaves_no_container(caller, second_engine):
         finally:
             process.send_signal(signal.SIGKILL)
     assert gone(caller, second_engine, node, container), f"{container} outlived its caller on node {node}"
-
-
-def test_a_desktop_episode_runs_on_a_node_with_its_screens_and_scores_right(caller, monkeypatch):
-    """A desktop episode through Ray: the same actor as a shell's, its screens (PNG files on the node) come back
-    as images on every step, the reference scores 1.0 and an idle agent 0, and the verdict names the node."""
-    from support import ensure_images
-
-    ensure_images("todo_list")  # on node a's engine; node b's has no desktop image
-    monkeypatch.setenv("DEEPGYM_RAY_RESOURCE", "deepgym_a")
-    reference = action_sequences(load_environment("todo_list"), "reference")[2]
-    with DeepGym(mode="ray") as gym:
-        with gym.session("todo_list", 2) as session:
-            first = session.start()
-            assert first.images[0][:8] == b"\x89PNG\r\n\x1a\n" and "Pick up dry cleaning" in first.text
-            for action in reference:
-                step = session.step(action)
-            assert step.observation.images or step.done
-            right = session.score()
-        with gym.session("todo_list", 2) as session:
-            session.start()
-            session.step({"action_type": "done"})
-            idle = session.score()
-    assert right.score == 1.0 and right.node == caller.nodes["a"].id and right.runtime == "ray", right.to_dict()
-    assert idle.score == 0.0 and idle.node == caller.nodes["a"].id
