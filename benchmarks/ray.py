@@ -2,6 +2,7 @@
 
     python benchmarks/ray.py                     # 40 coin_change responses per row, 2 nodes, 20 session steps
     python benchmarks/ray.py -n 80 --steps 50
+    python benchmarks/ray.py --niceness 0        # the nodes' workers at the host's priority (Ray's default: 15)
 
 It starts a Ray cluster of two nodes on this machine (free ports, a temp folder, both judging on this machine's
 engine, each offering ``--units`` of ``deepgym_sandbox``), connects to it as a driver, and runs, after one
@@ -58,12 +59,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_cluster(temp: Path, units: int) -> tuple[str, list[subprocess.Popen]]:
-    """Two ``ray start --block`` nodes on 127.0.0.1, each offering ``units`` of deepgym_sandbox."""
+def start_cluster(temp: Path, units: int, niceness: int | None) -> tuple[str, list[subprocess.Popen]]:
+    """Two ``ray start --block`` nodes on 127.0.0.1, each offering ``units`` of deepgym_sandbox; their workers at
+    ``niceness`` (None: Ray's default, 15)."""
     ray = str(Path(sys.executable).parent / "ray")
     port = free_port()
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     environment.update(PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    if niceness is not None:
+        environment["RAY_worker_niceness"] = str(niceness)
     common = ["--block", "--node-ip-address=127.0.0.1", f"--resources={json.dumps({'deepgym_sandbox': units})}",
               "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp}"]
     nodes = [subprocess.Popen([ray, "start", "--head", f"--port={port}", "--include-dashboard=false",
@@ -152,12 +156,13 @@ def main() -> None:
     parser.add_argument("--units", type=int, default=os.cpu_count() or 2, help="deepgym_sandbox per node")
     parser.add_argument("--steps", type=int, default=20, help="session steps per mode (%(default)s)")
     parser.add_argument("--only", choices=["batch", "steps"], help="run only the batch rows or the session steps")
+    parser.add_argument("--niceness", type=int, help="the nodes' RAY_worker_niceness (default: Ray's, 15)")
     args = parser.parse_args()
     build(["coin_change", SHELL_ENV])
-    print(machine(), flush=True)
+    print(machine(), f"Ray workers' niceness {15 if args.niceness is None else args.niceness}", flush=True)
     texts, expected = responses(args.n)
     folder = Path(tempfile.mkdtemp(prefix="dgraybench-"))
-    address, nodes = start_cluster(folder, args.units)
+    address, nodes = start_cluster(folder, args.units, args.niceness)
     try:
         os.environ["RAY_ADDRESS"] = address
         import ray

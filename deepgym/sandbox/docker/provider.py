@@ -33,8 +33,7 @@ import docker.errors
 
 from ...shutdown import register as on_shutdown
 from ...admission import engine_key
-from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, ProviderUnavailable, SandboxSpec, \
-    StartFailure
+from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxError, SandboxSpec
 from .engine import API_VERSION, NETWORK, Attached, Engine, Launch, container_settings, engine_options, \
     translate_errors
 from ..ready import MAX_KINDS, REFILLERS, ReadyPool, prewarm_size
@@ -118,15 +117,18 @@ class DockerProvider(Provider):
                     for event in pulling.pull(ref, stream=True, decode=True):
                         if "error" in event:
                             failed.append(str(event["error"]))
-            except (ProviderUnavailable, StartFailure, ImageMissing) as exc:
+            except SandboxError as exc:
                 failed.append(exc.reason)
+            except Exception as exc:  # noqa: BLE001 - the connection closed under it past the bound: said below
+                failed.append(repr(exc))
 
         worker = threading.Thread(target=fetch, name="deepgym-pull", daemon=True)
         worker.start()
         worker.join(timeout_s)
+        late = worker.is_alive()
         pulling.close()  # ends a pull still waiting: its thread sees the closed connection and returns
-        if worker.is_alive() or failed:
-            why = failed[0] if failed else f"no end in {timeout_s:g} s"
+        if late or failed:
+            why = f"no end in {timeout_s:g} s" if late else failed[0]
             raise ImageMissing(f"{ref} could not be pulled: {why}")
         return self.image(ref)
 
