@@ -35,7 +35,7 @@ modes whose sandboxes start from an image reference."""
 
 PULL_TIMEOUT_VARIABLE = "DEEPGYM_RAY_PULL_TIMEOUT_S"
 DEFAULT_PULL_TIMEOUT_S = 300.0
-"""How long a node's pull of a missing image may go without progress before the sample is ``image_missing``."""
+"""How long a node's pull of a missing image may take in all before the sample is ``image_missing``."""
 
 
 @dataclass(frozen=True)
