@@ -1,8 +1,8 @@
 """mode="ray" against direct docker mode on the same host: what the hop through Ray costs.
 
-    python benchmarks/ray.py                     # 40 coin_change responses per row, 2 nodes, 20 session steps
-    python benchmarks/ray.py -n 80 --steps 50
-    python benchmarks/ray.py --niceness 0        # the nodes' workers at the host's priority (Ray's default: 15)
+    python benchmarks/ray_mode.py                     # 40 coin_change responses per row, 2 nodes, 20 session steps
+    python benchmarks/ray_mode.py -n 80 --steps 50
+    python benchmarks/ray_mode.py --niceness 0        # the nodes' workers at the host's priority (Ray's default: 15)
 
 It starts a Ray cluster of two nodes on this machine (free ports, a temp folder, both judging on this machine's
 engine, each offering ``--units`` of ``deepgym_sandbox``), connects to it as a driver, and runs, after one
@@ -42,9 +42,6 @@ sys.path.insert(0, str(HERE))
 
 from aio import responses  # noqa: E402
 from throughput import machine  # noqa: E402
-
-# This file is named ray.py: with its folder on the path, `import ray` (deepgym's, Ray's own) would find it.
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
 
 from deepgym import DeepGym  # noqa: E402
 from deepgym.images import build  # noqa: E402
