@@ -293,7 +293,8 @@ def harbor_environments(into: Path, *tasks: str, terminal: str = "persistent") -
 
 
 class HangingRegistry:
-    """A registry that accepts connections and never answers a byte."""
+    """A registry that accepts connections and never answers a byte. Closing it refuses every later connection
+    (the engine keeps retrying a pull a client gave up on) and closes every one it accepted."""
 
     def __init__(self):
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -311,6 +312,9 @@ class HangingRegistry:
             self.held.append(connection)
 
     def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(), which close() alone does not
+        self.thread.join(timeout=10)
         self.server.close()
         for connection in self.held:
             connection.close()
