@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -82,6 +83,18 @@ class SecondEngine:
     def load(self, *images: str) -> None:
         """Copy ``images`` from the first engine (docker save | docker load)."""
         copy_images(self.host, *images)
+
+
+# The engine this session starts on, read before any test or fixture points DOCKER_HOST elsewhere.
+FIRST_ENGINE = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+@pytest.fixture(scope="session")
+def docker_compose_command() -> str:
+    """pytest-docker's compose command, on the engine this session started with: its ``up``, ``port`` and
+    ``down`` must reach it even while a wider fixture points DOCKER_HOST elsewhere (the Ray caller's points
+    nowhere for a whole module)."""
+    return f"docker --host {shlex.quote(FIRST_ENGINE)} compose"
 
 
 @pytest.fixture(scope="session")

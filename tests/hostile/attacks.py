@@ -291,9 +291,11 @@ attack("sysv-shm-in-worker", FUNCTION_ENV, "resources",
                ctypes.memset(address, 1, 64 << 20)
                libc.shmdt(ctypes.c_void_p(address))
        ''') + WRONG_COIN),
-       ("solution_oom", "solution_error"),
+       ("solution_oom", "solution_error", "solution_timeout"),
        why="the OOM killer's victim is the submission; if its exit is seen before the cgroup's OOM counter is "
-           "read, the case reads 'killed by signal 9' (solution_error) instead of solution_oom")
+           "read, the case reads 'killed by signal 9' (solution_error) instead of solution_oom; and touching "
+           "1.5 GiB page by page is kernel CPU time, which on a host short of memory or CPU (two Ray nodes on "
+           "2 CPUs) can pass the 1 s CPU limit of the import before the memory runs out (solution_timeout)")
 
 attack("fill-tmp", FUNCTION_ENV, "resources",
        "At import: write to the scratch dir (/tmp) until it is full, then also exhaust its inodes.",
