@@ -22,12 +22,13 @@ An episode's calls that do work on the host (start, each step, score) wait for t
 way, as a coroutine, and then run in a second bounded executor of the client (:data:`SESSION_WORKERS` threads
 at least, or ``max_parallel``, or the admission bound), with how the wait ended passed to the call as its
 ``wait`` argument; the episode decides what it means, as the sync path does. A step holds a thread only while
-its command runs.
+its command runs; on a provider that awaits, a shell episode's step holds none (it awaits its sandbox's refs).
 
 A remote provider's account (no admission key) bounds its own sandboxes: its samples go straight to the
 executor (``max_parallel`` threads), where the adapter waits for the account's slot. A provider that
 :attr:`~deepgym.sandbox.base.Provider.awaits` (Ray, whose nodes take their own slots) is awaited on the event loop
-itself: a sample is a coroutine from start to end, waiting on the provider's own refs, and holds no thread.
+itself: a sample is a coroutine from start to end, waiting on the provider's own refs, and holds no thread; the
+sync :meth:`run_batch` runs its batch the same way, on an event loop of its own.
 
 On deepgym's shutdown (:mod:`deepgym.shutdown`) every sample, waiting or running, ends as no verdict,
 ``cancelled``.
@@ -49,7 +50,8 @@ from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .rows import RowTask
 from .sample import Sample, batch_tasks
 from .sandbox import Provider
-from .session.episode import Episode, Observation, StepResult, Wait
+from .session.episode import Episode, Wait
+from .session.results import Observation, StepResult
 from .shutdown import requested
 
 SESSION_WORKERS = 32
@@ -84,7 +86,7 @@ class AsyncFaces:
             return prepared
         if self.canaries is not None and self.canaries.due(prepared.env):
             await self._check_canaries(prepared.env)
-        if self.provider.awaits and self.admission is None:  # awaited on the provider's own refs: no thread at all
+        if self.awaited:  # awaited on the provider's own refs: no thread at all
             return await self._adecide(prepared)
         if self.admission is None:  # a remote account: its adapter waits for the account's own slot, in the thread
             return await asyncio.wrap_future(self._executor().submit(self._decide, prepared, None))
@@ -99,6 +101,12 @@ class AsyncFaces:
             if future.cancel():  # it never started, so its slot is still ours to free
                 slot.release()
             raise
+
+    @property
+    def awaited(self) -> bool:
+        """Whether samples and steps are awaited on the provider's own refs (:attr:`Provider.awaits`, Ray), whose
+        nodes take their own slots: no thread of the client waits for them."""
+        return self.provider.awaits and self.admission is None
 
     async def arun(self, env: str | Environment | RowTask, response: str, **options: Any) -> Verdict:
         """:meth:`run` for a coroutine, with the same arguments (see :meth:`ajudge`). Raises NoVerdictError."""
@@ -211,6 +219,8 @@ class AsyncSession:
     async def step(self, action: Any, *args: Any, **kwargs: Any) -> StepResult:
         if self.session.done:  # over: it answers at once (it raises), without a slot
             return await self._in_thread(self.session.step, action, *args, **kwargs)
+        if self.session.awaits:  # awaited on the provider's refs (Ray): no thread, and no slot here
+            return await self.session.astep(action, *args, **kwargs)
         return await self._with_slot(self.session.step, action, *args, **kwargs)
 
     async def score(self) -> Verdict:
@@ -246,6 +256,15 @@ class AsyncSession:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def in_event_loop() -> bool:
+    """Whether this thread runs an event loop, where a sync call must not start one of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _call_with_wait(wait: Wait, call: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:

@@ -8,6 +8,7 @@ returns every outcome in order, so a failure never costs the samples already jud
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -20,7 +21,7 @@ from typing import Any, Iterable, Sequence
 from .accounting import NoVerdictMonitor
 from .admission import Admission, HeldSlot
 from .canary import Canaries, Canary, CanaryPolicy, play
-from .aio import AsyncFaces
+from .aio import AsyncFaces, in_event_loop
 from .environments import Environment, load_environment
 from .extract import check_reasoning
 from .judging import Images, aobserve, observe
@@ -135,6 +136,9 @@ class DeepGym(AsyncFaces):
         responses = list(responses)
         tasks = batch_tasks(env, responses)
         workers = max(1, min(max_parallel or self.max_parallel, len(responses)))
+        if self.awaited and not in_event_loop():  # no thread need wait for a sample: coroutines on a loop of its own
+            return asyncio.run(self.arun_batch(env, responses, max_parallel=workers, variant=variant,
+                                               reasoning=reasoning, isolation=isolation))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="deepgym") as pool:
             return BatchResult(pool.map(lambda job: self.judge(job[0], job[1], variant=variant, reasoning=reasoning,
                                                                isolation=isolation), zip(tasks, responses)))

@@ -169,6 +169,11 @@ class Sandbox(ABC):
         """Run ``argv`` (no shell) and wait for it under ``options.timeout_s``. Raises SandboxError only for
         an infrastructure failure; any exit status, a timeout or an output flood is in the result."""
 
+    async def aexec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """:meth:`exec` awaited without a thread of its own: a capability of the sandboxes of providers whose
+        :attr:`Provider.awaits` is true (an episode's step then holds no thread, :mod:`deepgym.aio`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be awaited; call exec() in a thread")
+
     def stream(self, argv: Sequence[str], options: ExecOptions) -> Stream:
         """Start ``argv`` with its stdin and stdout kept open for the caller: a capability of the providers whose
         :attr:`Provider.streams` is true. ``options.timeout_s`` does not apply (the caller's reads have their
@@ -317,8 +322,9 @@ class Provider(ABC):
     """The image a spec names when this provider runs the host's own files instead of an environment's image
     (no image is resolved then); None for a provider that starts images."""
     awaits: ClassVar[bool] = False
-    """Whether :meth:`arun` works here: a sample can be awaited on an event loop with no thread waiting for it
-    (the async API then skips its executor, :mod:`deepgym.aio`)."""
+    """Whether :meth:`arun` and its sandboxes' :meth:`Sandbox.aexec` work here: a sample, or an episode's step, can
+    be awaited on an event loop with no thread waiting for it (the async API then skips its executor,
+    :mod:`deepgym.aio`)."""
     pulls: ClassVar[bool] = False
     """Whether :meth:`pull` works here: an image fetched by its digest from the registry its reference names."""
     images_elsewhere: ClassVar[bool] = False

@@ -17,7 +17,7 @@ The in-sandbox sides are :mod:`deepgym.runner.episode.verify` and :mod:`deepgym.
 """
 
 from .desktop import DesktopSession
-from .episode import Observation, StepResult
+from .results import Observation, StepResult
 from .shell import Session
 from .terminal import TerminalSession
 

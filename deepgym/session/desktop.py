@@ -40,7 +40,8 @@ from ..runner.episode.computer import describe, parse_action
 from ..sandbox import ExecOptions, Provider, SandboxLost, SandboxSpec, StartFailure
 from ..verdict import NoVerdictError
 from .channel import Channel
-from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
+from .episode import HOST_GRACE_S, Context, Episode
+from .results import Observation, Reply, Verification
 
 if TYPE_CHECKING:
     from ..sandbox.base import AttachedRun

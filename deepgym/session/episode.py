@@ -36,6 +36,7 @@ from ..outcome import NoVerdictError, Outcome, Verdict
 from ..sandbox import ImageMissing, Mount, Provider, SandboxError, SandboxSpec, StartFailure
 from ..shutdown import requested
 from ..verdict import EpisodeFacts, classify_episode, zero
+from .results import Observation, Reply, StepResult, Verification
 from .rules import failure_result
 
 if TYPE_CHECKING:
@@ -50,27 +51,6 @@ Wait = Union[Slot, AdmissionCancelled, AdmissionTimeout]
 
 
 @dataclass(frozen=True)
-class Observation:
-    """What the agent sees after a step: text, and optionally images (PNG bytes), so computer use fits."""
-
-    text: str
-    images: tuple[bytes, ...] = ()
-    screen: str | None = None
-    """A persistent terminal's screen as it shows after the step (:mod:`deepgym.session.terminal`); None for
-    other actions."""
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One step: what the agent sees, the step's reward (0 unless the environment rewards steps: the
-    episode's reward is :meth:`Episode.score`) and whether the episode is over."""
-
-    observation: Observation
-    reward: float
-    done: bool
-
-
-@dataclass(frozen=True)
 class Context:
     """What an episode takes from its client: where sandboxes come from, which image, the host's slots, the
     no-verdict count, and the runtime's name its outcomes carry."""
@@ -82,26 +62,6 @@ class Context:
     runtime: str
     gate: Callable[[Environment], NoVerdictError | None] | None = None
     """The canaries' gate (:mod:`deepgym.canary`): a start it refuses ends the episode with that refusal."""
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What an action set made of an action's reply: the agent's observation, whether the action ended the
-    episode (the agent said done, the browser closed), or the no-verdict outcome that ended it."""
-
-    observation: Observation
-    over: bool = False
-    failure: NoVerdictError | None = None
-
-
-@dataclass(frozen=True)
-class Verification:
-    """What the final verification left, for :class:`~deepgym.verdict.EpisodeFacts`."""
-
-    report: Any
-    deadline_hit: bool = False
-    in_play: bool = False
-    said: str = ""
 
 
 class Actions(Protocol):
@@ -122,6 +82,9 @@ class Actions(Protocol):
 
     def exchange(self, sandbox: Any, parsed: Any, timeout_s: float) -> Any:
         """Carry out the action within ``timeout_s``; the sandbox's reply. Raises SandboxError."""
+
+    # Optional: ``async def aexchange(sandbox, parsed, timeout_s)``, :meth:`exchange` awaited on a sandbox whose
+    # provider awaits (:meth:`~deepgym.sandbox.base.Sandbox.aexec`); actions without it step in a thread.
 
     def observe(self, episode: Episode, parsed: Any, reply: Any, timeout_s: float, took_s: float) -> Reply:
         """What the agent sees of the reply."""
@@ -255,20 +218,10 @@ class Episode:
         An invalid action comes back as text and counts as a step. A valid one first waits for an admission
         slot, which its timeout and the episode's budget do not count. A failed action ends the episode (its
         outcome is fixed by :func:`~deepgym.session.rules.failure_result`; :meth:`score` returns or raises it)."""
-        if self._sandbox is None and self._outcome is None:
-            raise RuntimeError("call start() first")
-        if self.done or self._outcome is not None:
-            raise RuntimeError("the episode is over; call score()")
-        self.steps += 1
-        parsed, problem = self.actions.parse(self, action)
-        if problem is not None:
-            return self._after(Observation(f"invalid action: {problem}"))
-        left = self.limits.episode_s - self._clock.budget_used_s
-        if left <= 0:
-            self.done = True
-            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was done]"),
-                              0.0, True)
-        timeout = min(self.limits.step_timeout_s, left)  # the wait for the slot is not charged to it
+        planned = self._plan(action)
+        if isinstance(planned, StepResult):
+            return planned
+        parsed, timeout = planned
         with self._admitted("action", wait) as refused:
             if refused is not None:
                 return StepResult(Observation(f"the environment stopped: {refused.reason}"), 0.0, True)
@@ -276,18 +229,31 @@ class Episode:
             try:
                 reply = self.actions.exchange(self._sandbox, parsed, timeout)
             except SandboxError as exc:
-                self._clock.acting_s += time.monotonic() - started
-                self._end(self._failure(exc, "action"))
-                return StepResult(Observation(f"the sandbox failed: {exc.reason}"), 0.0, True)
-            took = time.monotonic() - started
-            self._clock.acting_s += took
-            seen = self.actions.observe(self, parsed, reply, timeout, took)
-        if seen.failure is not None:
-            self._end(seen.failure)
-            return StepResult(seen.observation, 0.0, True)
-        if seen.over:
-            self.done = True
-        return self._after(seen.observation)
+                return self._lost(exc, started)
+            return self._seen(parsed, reply, timeout, started)
+
+    @property
+    def awaits(self) -> bool:
+        """Whether :meth:`astep` works: the provider awaits its sandboxes (Ray), bounds its slots itself, and the
+        actions can be awaited."""
+        return (self.context.provider.awaits and self.context.admission is None
+                and getattr(self.actions, "aexchange", None) is not None)
+
+    async def astep(self, action: Any) -> StepResult:
+        """:meth:`step` awaited on the sandbox's own refs, holding no thread, when :attr:`awaits`: the same rules,
+        with no admission slot to take (the provider's nodes take their own)."""
+        if not self.awaits:
+            raise RuntimeError(f"mode {self.context.runtime!r} cannot await an episode's step; call step()")
+        planned = self._plan(action)
+        if isinstance(planned, StepResult):
+            return planned
+        parsed, timeout = planned
+        started = time.monotonic()
+        try:
+            reply = await self.actions.aexchange(self._sandbox, parsed, timeout)
+        except SandboxError as exc:
+            return self._lost(exc, started)
+        return self._seen(parsed, reply, timeout, started)
 
     def score(self, *, wait: Wait | None = None) -> Verdict:
         """End the episode and verify the state the agent left; the same outcome on every call. Raises
@@ -331,6 +297,42 @@ class Episode:
         self._sandbox = sandbox
         if getattr(sandbox, "node", None) is not None:  # placed by the provider: its node's image judged
             self.node, self.image_id = sandbox.node, sandbox.image_id or self.image_id
+
+    def _plan(self, action: Any) -> tuple[Any, float] | StepResult:
+        """A step's action as the actions run it, with its timeout; or the step's result when nothing is to run (an
+        invalid action, the episode's time up)."""
+        if self._sandbox is None and self._outcome is None:
+            raise RuntimeError("call start() first")
+        if self.done or self._outcome is not None:
+            raise RuntimeError("the episode is over; call score()")
+        self.steps += 1
+        parsed, problem = self.actions.parse(self, action)
+        if problem is not None:
+            return self._after(Observation(f"invalid action: {problem}"))
+        left = self.limits.episode_s - self._clock.budget_used_s
+        if left <= 0:
+            self.done = True
+            return StepResult(Observation(f"[the episode's {self.limits.episode_s:g} s are up; nothing was done]"),
+                              0.0, True)
+        return parsed, min(self.limits.step_timeout_s, left)  # the wait for the slot is not charged to it
+
+    def _lost(self, exc: SandboxError, started: float) -> StepResult:
+        """The step whose action failed in the sandbox: the episode ends by the failure table."""
+        self._clock.acting_s += time.monotonic() - started
+        self._end(self._failure(exc, "action"))
+        return StepResult(Observation(f"the sandbox failed: {exc.reason}"), 0.0, True)
+
+    def _seen(self, parsed: Any, reply: Any, timeout: float, started: float) -> StepResult:
+        """The step whose action the sandbox answered: what the agent sees, and whether the episode is over."""
+        took = time.monotonic() - started
+        self._clock.acting_s += took
+        seen = self.actions.observe(self, parsed, reply, timeout, took)
+        if seen.failure is not None:
+            self._end(seen.failure)
+            return StepResult(seen.observation, 0.0, True)
+        if seen.over:
+            self.done = True
+        return self._after(seen.observation)
 
     def _after(self, observation: Observation) -> StepResult:
         """The step's result once the budgets had their say: the step budget and the episode's wall clock."""

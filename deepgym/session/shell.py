@@ -31,6 +31,7 @@ episode on the host with none of this isolation, for developing an environment o
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import posixpath
@@ -43,8 +44,9 @@ from ..runner.episode.script import LOGS_DIR, SOLUTION_DIR, TESTS_DIR
 from ..runner.protocol import IN_PLAY, REPORT, parse_events
 from ..sandbox import ExecOptions, ExecResult, Mount, Sandbox, SandboxLost
 from ..session_limits import SessionLimits
-from .episode import HOST_GRACE_S, Context, Episode, Observation, Reply, Verification
+from .episode import HOST_GRACE_S, Context, Episode
 from .mounts import make_folders, makes_folders
+from .results import Observation, Reply, Verification
 from .rules import cut_output, invalid_action, not_started
 
 AGENT_UID = 10000
@@ -132,21 +134,33 @@ class ShellActions:
 
     def exchange(self, sandbox: Sandbox, parsed: str, timeout_s: float) -> ExecResult:
         """Run the shell command as the agent; stdout and stderr together."""
+        argv, options = self.action(parsed, timeout_s)
+        for attempt in range(START_ATTEMPTS):
+            # A command the engine could not start ran nothing, so trying again replays nothing: a busy
+            # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
+            result = sandbox.exec(argv, options)
+            if not not_started(result) or attempt == START_ATTEMPTS - 1:
+                break
+            time.sleep(START_RETRY_S)
+        return started_action(result)
+
+    async def aexchange(self, sandbox: Sandbox, parsed: str, timeout_s: float) -> ExecResult:
+        """:meth:`exchange` awaited on the sandbox (a provider that awaits, Ray): the step holds no thread."""
+        argv, options = self.action(parsed, timeout_s)
+        for attempt in range(START_ATTEMPTS):
+            result = await sandbox.aexec(argv, options)
+            if not not_started(result) or attempt == START_ATTEMPTS - 1:
+                break
+            await asyncio.sleep(START_RETRY_S)
+        return started_action(result)
+
+    def action(self, command: str, timeout_s: float) -> tuple[list[str], ExecOptions]:
+        """The agent's shell command as the sandbox runs it: as the agent, in the workspace, output merged."""
         options = ExecOptions(timeout_s=timeout_s, user=self.runner.user(AGENT_UID), cwd=self.cwd,
                               env={"TERM": "dumb", "LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",
                                    **self.agent_env, "HOME": self.workspace, "TMPDIR": self.workspace},
                               stdout_limit=ACTION_STDOUT_BYTES)
-        for attempt in range(START_ATTEMPTS):
-            # A command the engine could not start ran nothing, so trying again replays nothing: a busy
-            # engine's hiccup is not the agent's fault. A sandbox whose pids the agent took fails every try.
-            result = sandbox.exec(["bash", "-c", "exec 2>&1\n" + parsed], options)
-            if not not_started(result) or attempt == START_ATTEMPTS - 1:
-                break
-            time.sleep(START_RETRY_S)
-        if not_started(result):
-            said = result.stdout[:300].decode(errors="replace")
-            raise SandboxLost(f"the action could not start in the sandbox: {said}")
-        return result
+        return ["bash", "-c", "exec 2>&1\n" + command], options
 
     def observe(self, episode: Episode, parsed: str, reply: ExecResult, timeout_s: float, took_s: float) -> Reply:
         text = reply.stdout.decode("utf-8", "replace")
@@ -232,6 +246,14 @@ class ShellActions:
             raise SandboxLost(f"the session runner could not run (exit status {result.exit_code}): "
                               f"{result.stderr_tail.strip()[-300:]}")
         return None, in_play, result.timed_out
+
+
+def started_action(result: ExecResult) -> ExecResult:
+    """An action's result, once it started; a command the sandbox could not start at all is its failure."""
+    if not_started(result):
+        said = result.stdout[:300].decode(errors="replace")
+        raise SandboxLost(f"the action could not start in the sandbox: {said}")
+    return result
 
 
 def script_config(env: Environment) -> dict[str, Any]:

@@ -35,8 +35,9 @@ from ..sandbox import ExecOptions, Sandbox, SandboxLost
 from ..sandbox.base import Stream
 from ..verdict import NoVerdictError
 from .channel import Channel
-from .episode import HOST_GRACE_S, Episode, Observation, Reply, Verification
+from .episode import HOST_GRACE_S, Episode
 from .keys import Keys, parse_action
+from .results import Observation, Reply, Verification
 from .rules import cut_output
 from .shell import AGENT_UID, Session, ShellActions
 
@@ -79,6 +80,8 @@ class Terminal:
 
 class TerminalActions(ShellActions):
     """Actions typed into one persistent shell (see the module's docstring)."""
+
+    aexchange = None  # type: ignore[assignment]  # the terminal's channel is a socket read in a thread, never awaited
 
     def refusal(self, episode: Episode) -> str | None:
         refused = super().refusal(episode)

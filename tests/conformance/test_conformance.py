@@ -303,6 +303,25 @@ def test_an_attached_run_removed_mid_run_is_a_typed_infrastructure_error(target)
         remover.join()
 
 
+def test_an_awaited_exec_is_the_execs_result_where_the_provider_says_it_awaits(target):
+    """Provider.awaits is a promise about its sandboxes: aexec gives what exec gives (output, exit status, the
+    timeout's kill) with no thread of its own; a provider that does not await says so at once."""
+    import asyncio
+
+    code = target.py("import sys, time\nprint(sys.argv[1:], flush=True)\ntime.sleep(float(sys.argv[-1]))\nsys.exit(3)")
+    with target.provider.create(target.spec()) as box:
+        if not target.provider.awaits:
+            with pytest.raises(NotImplementedError, match="call exec"):
+                asyncio.run(box.aexec([*code, "0"], options()))
+            return
+        waited = asyncio.run(box.aexec([*code, "0"], options()))
+        direct = box.exec([*code, "0"], options())
+        late = asyncio.run(box.aexec([*code, "60"], options(timeout_s=3.0)))
+    assert (waited.exit_code, waited.stdout, waited.timed_out) == (direct.exit_code, direct.stdout, False) == (
+        3, b"['0']\n", False)
+    assert late.timed_out and late.exit_code is None and late.stdout == b"['60']\n"
+
+
 def _gone(target, box) -> bool:
     if target.outside is not None:
         return target.outside.gone(box.id)

@@ -1,8 +1,9 @@
-"""mode="ray" on a real two-node Ray cluster on this machine (tests/ray/conftest.py): node a on this machine's
+"""mode="ray" on a real two-node Ray cluster on this machine (tests/ray_cluster.py): node a on this machine's
 engine, node b on the second engine, and a caller whose DOCKER_HOST points nowhere. Right answers 1.0 and wrong
 ones 0 from both nodes, each verdict naming its node; a node without the caller's image says so, and pulls a
-pushed digest it lacks; the whole hostile suite gets its verdicts; a node killed mid-batch costs only no-verdicts, and the samples it had not started are judged on the other node. The node kill
-comes last (conftest.py orders it so): the cluster has one node after it."""
+pushed digest it lacks; the whole hostile suite gets its verdicts; a node killed mid-batch costs only no-verdicts,
+and the samples it had not started are judged on the other node. The node kill comes last (tests/ray_cluster.py
+orders it so): the cluster has one node after it."""
 
 from __future__ import annotations
 
@@ -35,8 +36,10 @@ SLOW = fenced("import time\n\n" + solution("coin_change", "reference").replace(
 
 
 def test_right_and_wrong_answers_are_judged_on_both_nodes_and_name_their_node(caller):
+    """run_batch awaits the samples on an event loop of its own: no thread of the client waits for one."""
     with DeepGym(mode="ray") as gym:
         batch = gym.run_batch("coin_change", [RIGHT, WRONG] * 4, max_parallel=4)
+        assert not gym._executors and not [t for t in threading.enumerate() if t.name.startswith("deepgym")]
     assert [entry.score for entry in batch] == [1.0, 0.0] * 4, batch.summary()
     assert {entry.node for entry in batch} == {caller.nodes["a"].id, caller.nodes["b"].id}
     assert all(entry.image_id.startswith("sha256:") and entry.image_status == "current" for entry in batch)

@@ -1,15 +1,18 @@
-"""Episodes over Ray on the two-node cluster (tests/ray/conftest.py), for a caller whose DOCKER_HOST points nowhere:
-each episode lives on one node, in an actor holding its container; every step goes there; the verdict names the
-node; the container is removed when the episode ends, and when the caller dies mid-episode (the actor ends with
-its owner, and the node's reaper removes its container)."""
+"""Episodes over Ray on the two-node cluster (tests/ray_cluster.py), for a caller whose DOCKER_HOST points nowhere:
+each episode lives on one node, in an actor holding its container; every step goes there (an async episode's step
+awaited on the actor's ref, holding no thread); the verdict names the node; the container is removed when the
+episode ends, and when the caller dies mid-episode (the actor ends with its owner, and the node's reaper removes
+its container)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -17,6 +20,7 @@ import pytest
 from deepgym import DeepGym, NoVerdictError
 from deepgym.authoring.replay import action_sequences
 from deepgym.environments import load_environment
+from deepgym.sandbox.ray.session import RaySandbox
 from support import ROOT
 
 from ray_cluster import FIRST_ENGINE, SHELL_ENV
@@ -76,6 +80,79 @@ def test_an_episode_whose_actor_is_lost_mid_episode_has_no_verdict(caller, secon
         with pytest.raises(NoVerdictError) as lost:
             session.score()
     assert lost.value.error_type == "sandbox_lost" and box.node in lost.value.reason, lost.value
+    assert gone(caller, second_engine, box.node, box.id)
+
+
+def agent_commands(monkeypatch) -> list[tuple[str, str]]:
+    """Each agent command sent to an episode's actor, as (how it was sent, the thread that sent it): ``exec``
+    holds the thread until the node answers, ``aexec`` awaits the actor's ref on the event loop."""
+    sent: list[tuple[str, str]] = []
+    exec_, aexec = RaySandbox.exec, RaySandbox.aexec
+
+    def is_agents(argv) -> bool:
+        return list(argv[:2]) == ["bash", "-c"] and argv[2].startswith("exec 2>&1\n")
+
+    def recorded_exec(self, argv, options):
+        if is_agents(argv):
+            sent.append(("exec", threading.current_thread().name))
+        return exec_(self, argv, options)
+
+    async def recorded_aexec(self, argv, options):
+        if is_agents(argv):
+            sent.append(("aexec", threading.current_thread().name))
+        return await aexec(self, argv, options)
+
+    monkeypatch.setattr(RaySandbox, "exec", recorded_exec)
+    monkeypatch.setattr(RaySandbox, "aexec", recorded_aexec)
+    return sent
+
+
+def test_an_async_episodes_steps_are_awaited_on_the_actors_refs_with_the_sync_rules(caller, monkeypatch):
+    """Every step of an episode on asession is awaited on the event loop's own thread: none waits in a thread of
+    the client. The rules are step()'s: an invalid action is a step that ran nothing, the verdicts are right."""
+    actions = action_sequences(load_environment(SHELL_ENV), "reference")[0]
+    sent = agent_commands(monkeypatch)
+
+    async def episode(gym, steps):
+        async with gym.asession(SHELL_ENV) as session:
+            await session.start()
+            invalid = await session.step(["not", "a", "string"])
+            for action in steps:
+                await session.step(action)
+            return invalid, await session.score(), session.session.steps
+
+    with DeepGym(mode="ray") as gym:
+        (invalid, right, taken), (_, wrong, _) = [asyncio.run(episode(gym, steps)) for steps in (actions, ["ls"])]
+    assert "invalid action" in invalid.observation.text and not invalid.done and taken == len(actions) + 1
+    assert right.score == 1.0 and right.passed and right.node, right.to_dict()
+    assert wrong.score == 0.0 and not wrong.passed, wrong.to_dict()
+    assert sent and set(sent) == {("aexec", threading.main_thread().name)}, sent
+    assert len(sent) == len(actions) + 1
+
+
+def test_an_async_episode_whose_actor_is_lost_mid_step_has_no_verdict(caller, second_engine):
+    """The actor dies while an awaited step runs on it (its worker killed, as its node would die under it): the
+    step ends the episode, and its outcome is no verdict, never a 0."""
+    import ray
+
+    async def episode(gym):
+        async with gym.asession(SHELL_ENV) as session:
+            await session.start()
+            box = session.session._sandbox
+            stepping = asyncio.ensure_future(session.step("sleep 60"))
+            await asyncio.sleep(3)
+            ray.kill(box._actor, no_restart=True)
+            ended = await stepping
+            try:
+                await session.score()
+            except NoVerdictError as lost:
+                return box, ended, lost
+            raise AssertionError("a lost actor's episode was scored")
+
+    with DeepGym(mode="ray") as gym:
+        box, ended, lost = asyncio.run(episode(gym))
+    assert ended.done and "the sandbox failed" in ended.observation.text, ended
+    assert lost.error_type == "sandbox_lost" and box.node in lost.reason, lost
     assert gone(caller, second_engine, box.node, box.id)
 
 

@@ -1,4 +1,4 @@
-"""verl through ``mode: ray`` on the two-node cluster (tests/ray/conftest.py), with verl's own classes built as
+"""verl through ``mode: ray`` on the two-node cluster (tests/ray_cluster.py), with verl's own classes built as
 verl's AgentLoopWorker builds them (tests/verl/verl_fakes.py): the single-turn loop scoring with deepgym's
 compute_score under ``reward_kwargs: {mode: ray}``, and the ``deepgym_agent`` loop whose session tool says
 ``mode: ray``, each episode on one node of the cluster, for a caller whose DOCKER_HOST points nowhere."""

@@ -28,7 +28,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,13 +208,19 @@ class RayProvider(Provider):
             raise translated(exc, started) from None
 
     async def _anext(self, ray: Any, stream: Any, started: Started | None, deadline: float | None) -> Any:
-        """:meth:`_next` awaited on Ray's refs, checking the same things once per :data:`POLL_S`."""
-        waiting = asyncio.ensure_future(stream.__anext__())
+        """:meth:`_next` awaited on Ray's refs (see :meth:`_awaited`)."""
+        return await self._awaited(ray, _next_value(stream), stream, started, deadline)
+
+    async def _awaited(self, ray: Any, coming: Awaitable[Any], waited: Any, started: Started | None,
+                       deadline: float | None) -> Any:
+        """What ``coming`` gives once it comes, checking what :meth:`_still_waiting` checks once per
+        :data:`POLL_S` (``waited``: the task or call to cancel then), with no thread of its own."""
+        waiting = asyncio.ensure_future(coming)
         missing_since: float | None = None
         try:
             while not (await asyncio.wait({waiting}, timeout=POLL_S))[0]:
-                missing_since = self._still_waiting(ray, stream, started, deadline, missing_since)
-            return await waiting.result()
+                missing_since = self._still_waiting(ray, waited, started, deadline, missing_since)
+            return waiting.result()
         except StopAsyncIteration:
             raise ended(started) from None
         except SandboxError:
@@ -236,6 +242,10 @@ class RayProvider(Provider):
             return ray.get(ref)
         except Exception as exc:  # noqa: BLE001 - every failure of the task is translated in one place
             raise translated(exc, started) from None
+
+    async def aanswer(self, ray: Any, ref: Any, started: Started | None, timeout_s: float = 0.0) -> Any:
+        """:meth:`answer` awaited on ``ref`` itself, holding no thread."""
+        return await self._awaited(ray, _value(ref), ref, started, time.monotonic() + timeout_s + ANSWER_MARGIN_S)
 
     def _still_waiting(self, ray: Any, waited: Any, started: Started | None, deadline: float | None,
                        missing_since: float | None) -> float | None:
@@ -284,6 +294,16 @@ class RayProvider(Provider):
         with self._lock:
             self._capacity = (time.monotonic(), units)
         return units
+
+
+async def _next_value(stream: Any) -> Any:
+    """The value of a task stream's next item."""
+    return await (await stream.__anext__())
+
+
+async def _value(ref: Any) -> Any:
+    """The value of ``ref``, as a coroutine that a task can run."""
+    return await ref
 
 
 def started_by(first: Any) -> Started:

@@ -36,6 +36,8 @@ class Placer(Protocol):
 
     def answer(self, ray: Any, ref: Any, started: Started | None, timeout_s: float = 0.0) -> Any: ...
 
+    async def aanswer(self, ray: Any, ref: Any, started: Started | None, timeout_s: float = 0.0) -> Any: ...
+
 
 def open_episode(provider: Placer, ray: Any, spec: SandboxSpec) -> RaySandbox:
     """An actor holding a new sandbox of ``spec``, placed by Ray on a node that gives it one unit of the resource.
@@ -78,6 +80,14 @@ class RaySandbox(Sandbox):
 
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         return self.call(self._held().exec, list(argv), options, timeout_s=options.timeout_s)
+
+    async def aexec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
+        """:meth:`exec` awaited on the actor's ref: a step waiting for its node holds no thread."""
+        reply = await self._provider.aanswer(self._ray, self._held().exec.remote(list(argv), options), self._started,
+                                             options.timeout_s)
+        if isinstance(reply, Failed):
+            raise answered(reply)
+        return reply
 
     def put(self, path: str, file: File) -> None:
         self.call(self._held().put, path, file, timeout_s=FILE_TIMEOUT_S)
