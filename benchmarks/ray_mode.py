@@ -1,18 +1,22 @@
 """mode="ray" against direct docker mode on the same host: what the hop through Ray costs.
 
-    python benchmarks/ray_mode.py                     # 40 coin_change responses per row, 2 nodes, 20 session steps
-    python benchmarks/ray_mode.py -n 80 --steps 50
+    python benchmarks/ray_mode.py                     # 40 coin_change responses per row and round, 2 rounds,
+                                                      # 2 nodes, 40 session steps per mode
+    python benchmarks/ray_mode.py -n 80 --steps 100
     python benchmarks/ray_mode.py --niceness 0        # the nodes' workers at the host's priority (Ray's default: 15)
 
 It starts a Ray cluster of two nodes on this machine (free ports, a temp folder, both judging on this machine's
-engine, each offering ``--units`` of ``deepgym_sandbox``), connects to it as a driver, and runs, after one
-warm-up batch per row:
+engine, each offering ``--units`` of ``deepgym_sandbox``), connects to it as a driver, and runs ``--rounds`` of
+these rows, interleaved, each after one warm-up batch:
 
 - ``docker``: ``DeepGym(mode="docker").run_batch`` with ``max_parallel`` samples in flight;
-- ``ray``: the same batch through ``DeepGym(mode="ray")``, the same ``max_parallel``;
+- ``ray``: the same batch through ``DeepGym(mode="ray")``, the same ``max_parallel`` (run_batch awaits its
+  samples on an event loop of its own there);
 - ``ray async``: ``arun_batch`` through Ray, capped at the same ``max_parallel``;
-- the session step: shell episodes in each mode, ``--steps`` actions of ``true`` in all, interleaved; p50 and p90
-  of a step, and of Ray's hop alone (a call to the episode's actor that does nothing on the node).
+- the session step: shell episodes of up to 10 steps in each mode, ``--steps`` actions of ``true`` in all,
+  interleaved episode by episode; p50 and p90 of a step (through Ray both ways: ``step`` in the caller's thread,
+  and ``asession``'s step awaited on the actor's ref), and of Ray's hop alone (a call to the episode's actor that
+  does nothing on the node).
 
 Every verdict must be right, so a fast but wrong run cannot pass for a good one. The two nodes share this
 machine's CPUs: the figures show the hop's overhead and the spread over nodes, not a speed-up (docs/ray.md has
@@ -48,6 +52,8 @@ from deepgym.images import build  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_ENV = "shell_fix_config"
+EPISODE_STEPS = 10
+"""Steps per episode, within the environment's step budget (20); ``--steps`` is spread over as many episodes."""
 
 
 def free_port() -> int:
@@ -113,33 +119,60 @@ def step_times(mode: str, steps: int, hops: list[float]) -> list[float]:
     return took
 
 
-def batches(texts: list[str], expected: list[float], parallel: int, units: int) -> None:
-    rows = {"docker": batch_row("docker", texts, expected, parallel, aio=False),
-            "ray": batch_row("ray", texts, expected, parallel, aio=False),
-            "ray async": batch_row("ray", texts, expected, parallel, aio=True)}
-    direct = rows["docker"]["samples_per_s"]
-    print(f"\n{len(texts)} coin_change samples per row, {parallel} in flight, 2 nodes x {units} units\n")
+def awaited_step_times(steps: int) -> list[float]:
+    """``steps`` steps of one episode through Ray on ``asession``, each awaited on the actor's ref."""
+
+    async def episode(gym: DeepGym) -> list[float]:
+        async with gym.asession(SHELL_ENV) as session:
+            await session.start()
+            took = []
+            for _ in range(steps):
+                started = time.monotonic()
+                await session.step("true")
+                took.append(time.monotonic() - started)
+            return took
+
+    with DeepGym(mode="ray") as gym:
+        return asyncio.run(episode(gym))
+
+
+def batches(texts: list[str], expected: list[float], parallel: int, units: int, rounds: int) -> None:
+    """The rows interleaved, round by round, so that a change of load, or Ray's workers still starting in the
+    first round, hits every row alike; a row's samples/s is the mean of its rounds."""
+    rows: dict[str, list[dict]] = {"docker": [], "ray": [], "ray async": []}
+    for _ in range(rounds):
+        rows["docker"].append(batch_row("docker", texts, expected, parallel, aio=False))
+        rows["ray"].append(batch_row("ray", texts, expected, parallel, aio=False))
+        rows["ray async"].append(batch_row("ray", texts, expected, parallel, aio=True))
+    rates = {name: statistics.mean(row["samples_per_s"] for row in measured) for name, measured in rows.items()}
+    print(f"\n{len(texts)} coin_change samples per row and round, {rounds} rounds, {parallel} in flight, "
+          f"2 nodes x {units} units\n")
     print("| row | samples/s | vs docker | samples per node |\n|---|---|---|---|")
-    for name, row in rows.items():
-        spread = " / ".join(str(count) for _, count in sorted(row["nodes"].items(), key=str)) \
-            if name != "docker" else "-"
-        print(f"| {name} | {row['samples_per_s']:.2f} | {row['samples_per_s'] / direct:.2f}x | {spread} |", flush=True)
+    for name, measured in rows.items():
+        spread = sum((row["nodes"] for row in measured), Counter())
+        shown = " / ".join(str(count) for _, count in sorted(spread.items(), key=str)) if name != "docker" else "-"
+        print(f"| {name} | {rates[name]:.2f} | {rates[name] / rates['docker']:.2f}x | {shown} |", flush=True)
 
 
 def steps(count: int) -> None:
     """The two modes' steps interleaved, episode by episode, so that a change of load hits both alike."""
     docker_steps: list[float] = []
     ray_steps: list[float] = []
+    awaited_steps: list[float] = []
     hops: list[float] = []
-    for _ in range(2):
-        docker_steps += step_times("docker", count // 2, hops)
-        ray_steps += step_times("ray", count // 2, hops)
+    for done in range(0, count, EPISODE_STEPS):
+        length = min(EPISODE_STEPS, count - done)
+        docker_steps += step_times("docker", length, hops)
+        ray_steps += step_times("ray", length, hops)
+        awaited_steps += awaited_step_times(length)
     print(f"\nsession step (`true`), {len(docker_steps)} steps per mode\n")
     print("| what | p50 ms | p90 ms |\n|---|---|---|")
-    for name, took in (("docker step", docker_steps), ("ray step", ray_steps), ("ray hop (no-op actor call)", hops)):
+    for name, took in (("docker step", docker_steps), ("ray step", ray_steps), ("ray step, awaited", awaited_steps),
+                       ("ray hop (no-op actor call)", hops)):
         print(f"| {name} | {1000 * statistics.median(took):.1f} | {1000 * percentile(took, 0.9):.1f} |")
-    print(f"\nRay's per-step overhead, p50: "
-          f"{1000 * (statistics.median(ray_steps) - statistics.median(docker_steps)):.1f} ms")
+    direct = statistics.median(docker_steps)
+    print(f"\nRay's per-step overhead, p50: {1000 * (statistics.median(ray_steps) - direct):.1f} ms "
+          f"(awaited: {1000 * (statistics.median(awaited_steps) - direct):.1f} ms)")
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -151,7 +184,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=40, help="coin_change responses per row (%(default)s)")
     parser.add_argument("--parallel", type=int, default=os.cpu_count() or 2, help="samples in flight (%(default)s)")
     parser.add_argument("--units", type=int, default=os.cpu_count() or 2, help="deepgym_sandbox per node")
-    parser.add_argument("--steps", type=int, default=20, help="session steps per mode (%(default)s)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the batch rows (%(default)s)")
+    parser.add_argument("--steps", type=int, default=40, help="session steps per mode (%(default)s)")
     parser.add_argument("--only", choices=["batch", "steps"], help="run only the batch rows or the session steps")
     parser.add_argument("--niceness", type=int, help="the nodes' RAY_worker_niceness (default: Ray's, 15)")
     args = parser.parse_args()
@@ -170,7 +204,7 @@ def main() -> None:
                 break
             time.sleep(0.5)
         if args.only != "steps":
-            batches(texts, expected, args.parallel, args.units)
+            batches(texts, expected, args.parallel, args.units, args.rounds)
         if args.only != "batch":
             steps(args.steps)
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
