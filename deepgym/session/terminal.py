@@ -22,7 +22,7 @@ Actions are checked by :func:`deepgym.session.keys.parse_action`.
 **What differs from a fresh shell.** A step that times out is not interrupted (``[timed out after N s; it is
 still running]``): the agent can wait more, or send ``C-c``. The observation's text is the new output since the
 last one (the echoed command, its output, the next prompt), or the screen while a full-screen program holds
-the alternate screen; :attr:`Observation.screen <deepgym.session.episode.Observation.screen>` is always the
+the alternate screen; :attr:`Observation.screen <deepgym.session.results.Observation.screen>` is always the
 screen. A shell that exits (``exit``, killed) ends the episode, which is then scored from the state left.
 """
 
