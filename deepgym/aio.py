@@ -50,6 +50,7 @@ from .outcome import BatchResult, NoVerdictError, Outcome, Verdict
 from .rows import RowTask
 from .sample import Sample, batch_tasks
 from .sandbox import Provider
+from .sandbox.base import awaited
 from .session.episode import Episode, Wait
 from .session.results import Observation, StepResult
 from .shutdown import requested
@@ -106,7 +107,7 @@ class AsyncFaces:
     def awaited(self) -> bool:
         """Whether samples and steps are awaited on the provider's own refs (:attr:`Provider.awaits`, Ray), whose
         nodes take their own slots: no thread of the client waits for them."""
-        return self.provider.awaits and self.admission is None
+        return awaited(self.provider)
 
     async def arun(self, env: str | Environment | RowTask, response: str, **options: Any) -> Verdict:
         """:meth:`run` for a coroutine, with the same arguments (see :meth:`ajudge`). Raises NoVerdictError."""

@@ -386,3 +386,9 @@ class Provider(ABC):
 
     def close(self) -> None:  # noqa: B027 - most providers hold nothing to release
         """Release connections. Sandboxes still open are the caller's to close."""
+
+
+def awaited(provider: Provider) -> bool:
+    """Whether the async API awaits ``provider``'s samples and steps on its event loop, with no thread waiting:
+    the provider :attr:`~Provider.awaits` and takes no admission slot of this host (its nodes take their own)."""
+    return provider.awaits and provider.admission_key is None

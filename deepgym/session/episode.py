@@ -34,6 +34,7 @@ from ..environments import Environment, load_environment, sandbox_spec
 from ..judging import provenance
 from ..outcome import NoVerdictError, Outcome, Verdict
 from ..sandbox import ImageMissing, Mount, Provider, SandboxError, SandboxSpec, StartFailure
+from ..sandbox.base import awaited
 from ..shutdown import requested
 from ..verdict import EpisodeFacts, classify_episode, zero
 from .results import Observation, Reply, StepResult, Verification
@@ -236,8 +237,7 @@ class Episode:
     def awaits(self) -> bool:
         """Whether :meth:`astep` works: the provider awaits its sandboxes (Ray), bounds its slots itself, and the
         actions can be awaited."""
-        return (self.context.provider.awaits and self.context.admission is None
-                and getattr(self.actions, "aexchange", None) is not None)
+        return awaited(self.context.provider) and getattr(self.actions, "aexchange", None) is not None
 
     async def astep(self, action: Any) -> StepResult:
         """:meth:`step` awaited on the sandbox's own refs, holding no thread, when :attr:`awaits`: the same rules,

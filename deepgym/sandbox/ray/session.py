@@ -46,10 +46,7 @@ def open_episode(provider: Placer, ray: Any, spec: SandboxSpec) -> RaySandbox:
                                             max_task_retries=0, max_concurrency=CALLS_AT_ONCE,
                                             scheduling_strategy="SPREAD").remote()
     try:
-        first = provider.answer(ray, actor.open.remote(spec), None)
-        if isinstance(first, Failed):
-            raise answered(first)
-        box = RaySandbox(provider, ray, actor, first)
+        box = RaySandbox(provider, ray, actor, _unwrapped(provider.answer(ray, actor.open.remote(spec), None)))
         box.id = box.call(actor.sandbox_id, timeout_s=0.0)
     except BaseException:
         with contextlib.suppress(Exception):  # noqa: BLE001 - an actor that is gone already needs no ending
@@ -73,21 +70,18 @@ class RaySandbox(Sandbox):
     def call(self, method: Any, *args: Any, timeout_s: float) -> Any:
         """The actor's answer to ``method(*args)``, by ``timeout_s`` and the answer margin; a Failed answer is
         raised as the error it names."""
-        reply = self._provider.answer(self._ray, method.remote(*args), self._started, timeout_s)
-        if isinstance(reply, Failed):
-            raise answered(reply)
-        return reply
+        return _unwrapped(self._provider.answer(self._ray, method.remote(*args), self._started, timeout_s))
+
+    async def acall(self, method: Any, *args: Any, timeout_s: float) -> Any:
+        """:meth:`call` awaited on the actor's ref, holding no thread."""
+        return _unwrapped(await self._provider.aanswer(self._ray, method.remote(*args), self._started, timeout_s))
 
     def exec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         return self.call(self._held().exec, list(argv), options, timeout_s=options.timeout_s)
 
     async def aexec(self, argv: Sequence[str], options: ExecOptions) -> ExecResult:
         """:meth:`exec` awaited on the actor's ref: a step waiting for its node holds no thread."""
-        reply = await self._provider.aanswer(self._ray, self._held().exec.remote(list(argv), options), self._started,
-                                             options.timeout_s)
-        if isinstance(reply, Failed):
-            raise answered(reply)
-        return reply
+        return await self.acall(self._held().exec, list(argv), options, timeout_s=options.timeout_s)
 
     def put(self, path: str, file: File) -> None:
         self.call(self._held().put, path, file, timeout_s=FILE_TIMEOUT_S)
@@ -112,3 +106,10 @@ class RaySandbox(Sandbox):
         if self._actor is None:
             raise SandboxLost(f"the episode's sandbox on Ray node {self.node} was closed")
         return self._actor
+
+
+def _unwrapped(reply: Any) -> Any:
+    """The actor's answer; a Failed answer is raised as the error it names."""
+    if isinstance(reply, Failed):
+        raise answered(reply)
+    return reply
