@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from support import IN_CI, ROOT, copy_images, engine_answers, ensure_images, leaked_containers, unavailable
+from support import IN_CI, ROOT, copy_images, describe, engine_answers, ensure_images, leaked_containers, \
+    unavailable
 
 pytest_plugins = ["ray_cluster"]  # the shared two-node Ray cluster of the tests marked ray
 
@@ -57,16 +58,49 @@ def gym():
         yield client
 
 
+@pytest.fixture(autouse=True)
+def environ_kept():
+    """The process's own ``os.environ`` after every test. datasets' ``Dataset.map`` with ``num_proc`` (as verl's
+    RLHFDataset calls it) rebinds ``os.environ`` to a deep copy it took earlier, so a monkeypatch undone after
+    it restores an object no longer in use: the test's variables (a DOCKER_HOST pointing nowhere) would outlive
+    it, and the session's leak check would ask no engine at all. (Torn down after monkeypatch: autouse first.)"""
+    environ = os.environ
+    yield
+    if os.environ is not environ:
+        stray = os.environ
+        os.environ = environ
+        for key in stray.keys() - environ.keys():
+            os.unsetenv(key)
+        for key, value in environ.items():
+            if stray.get(key) != value:
+                os.putenv(key, value)
+
+
+EARLIER_LEFTOVERS: list[str] = []
+"""What no_leaked_containers found at the session's start, for the summary."""
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for found in EARLIER_LEFTOVERS:
+        terminalreporter.write_line(f"deepgym containers left by an earlier run, not counted as this session's: "
+                                    f"{found}", yellow=True)
+
+
 @pytest.fixture(scope="session", autouse=True)
-def no_leaked_containers(request: pytest.FixtureRequest):
-    """After the session, no container labelled deepgym may be left behind."""
+def no_leaked_containers():
+    """After the session, no container labelled deepgym that the session made may be left behind. One that was
+    there before it (another run's, whose owner died) is not this session's leak: it is named, not failed."""
+    before = set(leaked_containers()) if engine_answers() else set()
+    if before:
+        EARLIER_LEFTOVERS.append(describe(before))
     yield
     if not engine_answers():
         return
-    leftovers = leaked_containers()
+    leftovers = [container for container in leaked_containers() if container not in before]
     if leftovers:
+        described = describe(leftovers)
         subprocess.run(["docker", "rm", "-f", *leftovers], capture_output=True)
-        pytest.fail(f"{len(leftovers)} container(s) labelled deepgym were left behind: {leftovers}")
+        pytest.fail(f"{len(leftovers)} container(s) labelled deepgym were left behind: {described}")
 
 
 @dataclass(frozen=True)
@@ -163,3 +197,4 @@ def ssh_engine(second_engine):
     finally:
         subprocess.run(["bash", str(script), "stop", str(folder)], capture_output=True, timeout=60)
         shutil.rmtree(parent, ignore_errors=True)
+

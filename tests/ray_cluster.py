@@ -3,7 +3,8 @@ so that tests/ray and tests/conformance share one cluster per session): node ``a
 this machine's Docker engine, node ``b`` on the second engine (scripts/second-engine.sh), each offering three units
 of ``deepgym_sandbox`` and three of a resource of its own (``deepgym_a``, ``deepgym_b``) so that a test can send
 samples to one node. Every Ray port is chosen free, never Ray's defaults, and every process of the cluster is
-found by the cluster's own temp folder and ended by its pid, so nothing else on the machine is touched.
+found by the cluster's own temp folder (in its command line, or in its environment once Ray renamed it) and
+ended by its pid, so nothing else on the machine is touched.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ PORT_OPTIONS = ("--object-manager-port", "--dashboard-agent-listen-port", "--das
 
 FIRST_ENGINE = "unix:///var/run/docker.sock"
 """This machine's engine, which node a judges on (the caller's own DOCKER_HOST points nowhere)."""
+MARK = "DEEPGYM_TEST_RAY_CLUSTER"
+"""Set to the cluster's temp folder in every node's environment, which its workers inherit: a worker renames
+itself (``ray::IDLE``), so its command line no longer names the folder, but its environment still does."""
 SHELL_ENV = "shell_fix_config"
 """The session environment whose episodes the cluster judges (its image is on both nodes)."""
 
@@ -96,6 +100,18 @@ class Cluster:
             started.update(int(pid) for pid in re.findall(r"Started worker process with pid (\d+)", log.read_text()))
         return started
 
+    def marked(self) -> set[int]:
+        """The live processes whose environment carries this cluster's MARK: its nodes' processes and every
+        worker they started, renamed or not."""
+        mark = f"{MARK}={self.temp}".encode()
+        found = set()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if mark in (entry / "environ").read_bytes().split(b"\0"):
+                        found.add(int(entry.name))
+        return found
+
     def kill(self, node: Node) -> list[int]:
         """SIGKILL every process of ``node`` at once: the node dies as a machine would."""
         pids = self.pids(node)
@@ -141,7 +157,8 @@ def start(node: str, docker_host: str, temp: Path, extra: list[str], auth: dict[
             f"--min-worker-port={low}", f"--max-worker-port={low + 99}", f"--node-manager-port={manager}",
             *[f"{option}={free_port()}" for option in PORT_OPTIONS], *extra]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
-    environment.update(DOCKER_HOST=docker_host, PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0", **auth)
+    environment.update(DOCKER_HOST=docker_host, PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0",
+                       **{MARK: str(temp)}, **auth)
     with open(temp.parent / f"ray-start-{node}.log", "w") as log:
         process = subprocess.Popen(argv, env=environment, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
@@ -209,7 +226,7 @@ def ray_cluster(second_engine):
                     cluster.nodes[name].id = node["NodeID"]
         yield cluster
     finally:
-        ours = set(cluster.pids()) | cluster.workers()
+        ours = set(cluster.pids()) | cluster.workers() | cluster.marked()
         if ray.is_initialized():
             ray.shutdown()
         for node in cluster.nodes.values():
@@ -220,9 +237,15 @@ def ray_cluster(second_engine):
                 node.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(node.process.pid, signal.SIGKILL)
-        for pid in cluster.pids():  # anything of ours that outlived its ray start
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        # Anything of ours that outlived its ray start, until none is left: workers whose raylet died end on
+        # their own only later, and the session's leak check must not find their containers' owners alive.
+        deadline = time.monotonic() + 60
+        while (left := set(cluster.pids()) | cluster.marked()) and time.monotonic() < deadline:
+            ours |= left
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
         # Ray ends idle workers without their exit handlers, leaving their ready containers (docker's prewarm,
         # stopped once their stream closed), which the next provider on that engine reaps on first contact;
         # here the session's leak checks would find them first.

@@ -48,6 +48,25 @@ def leaked_containers() -> list[str]:
     return leaked
 
 
+def describe(containers: Iterable[str]) -> str:
+    """Each container's id, image, status, creation time and the labels it was made with (deepgym's run, owner
+    and test labels): enough to find what made it."""
+    import json
+
+    shown = subprocess.run(["docker", "inspect", *containers], capture_output=True, text=True)
+    try:
+        found = json.loads(shown.stdout or "[]")
+    except json.JSONDecodeError:
+        found = []
+    lines = []
+    for container in found:
+        labels = {key: value for key, value in (container["Config"].get("Labels") or {}).items()
+                  if key == "deepgym" or key.startswith(("deepgym.owner", "deepgym.test", "deepgym.run"))}
+        lines.append(f"{container['Id'][:12]} {container['Config']['Image']} {container['State']['Status']} "
+                     f"created {container['Created']} {labels}")
+    return "; ".join(lines) if lines else ", ".join(containers)
+
+
 def escaped_processes(uid: int = 10000) -> list[int]:
     """Processes of the submission's uid that this test run left on the host: in this host's own pid namespace,
     outside every container's cgroup, and not started by another test run.
