@@ -195,6 +195,8 @@ def measure(row: str, env: str, n: int, parallel: int, recorder: Recorder,
             figures[name] = (engine_cpu_s(pids) - before[name]) / count
         figures["shims"], figures["runtime"], figures["boxes"] = (total / count for total in recorder.totals())
         figures["rate"] = result["samples_per_s"]
+        if result["wrong_verdicts"]:  # a row that fails fast (a stale image, say) would look fast
+            raise SystemExit(f"{row}: {result['wrong_verdicts']} of {count} verdicts were wrong or missing")
         return result
 
     throughput.timed = measured

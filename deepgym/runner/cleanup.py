@@ -7,9 +7,9 @@ that remain, with the bits each can carry):
   the server and its worker zygote;
 - **SysV IPC objects**: their ids are allocated in turn (the next object gets the next id even after the
   last was removed), so even a sample that removed its objects would pass a number on. The server makes one
-  object of each kind after every sample (:class:`IpcIds`), whose id must follow the previous probe's
-  directly; otherwise the sample made objects, and the container retires (the server could remove them, as
-  their creator, but not wind the counter back);
+  object of each kind after every sample (:class:`IpcIds`), whose id must be the one the kernel gives right
+  after the previous probe's; otherwise the sample made objects, and the container retires (the server could
+  remove them, as their creator, but not wind the counter back);
 - **files** in every folder a uid can write (:data:`WRITABLE` and the scratch root): removed with the rights
   of each folder's owner, through descriptors (:func:`empty`), so that locked folders, any depth and paths
   longer than PATH_MAX are emptied too, then none may be listed;
@@ -60,14 +60,21 @@ def others(keep: tuple[int, ...] = ()) -> list[int]:
 
 
 class IpcIds:
-    """The SysV IPC id counters of the container's IPC namespace. The kernel gives each new object the id after
-    the last one given, removed or not, so a sample that makes and removes n objects moves the next id by n,
-    for the next sample to read. The server makes and removes one object of each kind after every sample: if
-    anyone else made one since its last probe, the id skipped, and the container retires."""
+    """The SysV IPC id counters of the container's IPC namespace. The kernel gives each new object an id that
+    says where its counters stood: ``seq * 32768 + index``, the index taken in turn from a small cycle (64 on
+    current kernels while few objects exist, 1 on older ones) and ``seq`` moving on each time the index
+    wraps, removed objects included. So a sample that makes and removes n objects moves the next id by n
+    steps, for the next sample to read. The server makes and removes one object of each kind after every
+    sample: if anyone else made one since its last probe, the id is not the one step after the last, and the
+    container retires. The cycle is learnt at the start, by probing until each kind wraps once."""
+
+    SEQ_MULTIPLIER = 32768  # the kernel's IPCMNI: the index's room in an id
+    CALIBRATION_PROBES = 1024
 
     def __init__(self) -> None:
         self._libc = ctypes.CDLL(None, use_errno=True)
         self._last: tuple[int, int, int] | None = None
+        self._cycles: list[int | None] = [None, None, None]
 
     def _probe(self) -> tuple[int, int, int] | None:
         libc = self._libc
@@ -81,14 +88,38 @@ class IpcIds:
                 remove()
         return None if min(shm, sem, msg) < 0 else (shm, sem, msg)
 
+    def _after(self, ident: int, cycle: int | None) -> int:
+        """The id the kernel gives next when nobody else made one since ``ident``."""
+        index = ident % self.SEQ_MULTIPLIER
+        if cycle is None or index + 1 < cycle:
+            return ident + 1
+        return (ident // self.SEQ_MULTIPLIER + 1) * self.SEQ_MULTIPLIER
+
+    def _calibrate(self, ids: tuple[int, int, int]) -> tuple[int, int, int] | None:
+        """Probe until each kind's index wrapped once, learning its cycle; the last probe's ids (None when a
+        probe failed). Run once, while nothing of a sample's exists: every step is the server's own."""
+        for _ in range(self.CALIBRATION_PROBES):
+            if None not in self._cycles:
+                break
+            following = self._probe()
+            if following is None:
+                return None
+            for kind, (before, after) in enumerate(zip(ids, following)):
+                if self._cycles[kind] is None and after != before + 1:
+                    self._cycles[kind] = before % self.SEQ_MULTIPLIER + 1
+            ids = following
+        return ids
+
     def moved(self) -> str | None:
         """Probe; why the counters show someone else's objects since the last probe, or None (also the first
-        time, which only sets where they stand)."""
+        time, which learns the cycle and sets where they stand)."""
         ids = self._probe()
+        if ids is not None and self._last is None:
+            ids = self._calibrate(ids)
         if ids is None:
             return "the server could not make its SysV IPC probe objects"
         last, self._last = self._last, ids
-        if last is not None and ids != tuple(ident + 1 for ident in last):
+        if last is not None and ids != tuple(self._after(ident, cycle) for ident, cycle in zip(last, self._cycles)):
             return f"SysV IPC objects were made during the sample (probe ids {last} then {ids})"
         return None
 
