@@ -197,4 +197,3 @@ def ssh_engine(second_engine):
     finally:
         subprocess.run(["bash", str(script), "stop", str(folder)], capture_output=True, timeout=60)
         shutil.rmtree(parent, ignore_errors=True)
-

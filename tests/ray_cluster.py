@@ -70,8 +70,8 @@ class Cluster:
     nodes: dict[str, Node] = field(default_factory=dict)
 
     def pids(self, node: Node | None = None) -> list[int]:
-        """Our cluster's processes (their command lines name its temp folder), or one node's: its ``ray start``
-        (the process group it leads) and its raylet with everything under it."""
+        """Our cluster's processes, or one node's: its ``ray start`` (the process group it leads) and its raylet
+        with everything under it."""
         found = []
         raylet = None if node is None else next(
             (pid for pid, argv in self._ours() if f"--node_manager_port={node.manager_port}" in argv and
@@ -82,15 +82,18 @@ class Cluster:
         return found
 
     def _ours(self) -> list[tuple[int, str]]:
+        """Every live process of the cluster: its command line names the temp folder, or (a worker Ray renamed,
+        ``ray::IDLE``) its environment carries the cluster's MARK."""
+        mark = f"{MARK}={self.temp}".encode()
         listed = []
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
                 try:
                     argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    if str(self.temp) in argv or mark in (entry / "environ").read_bytes().split(b"\0"):
+                        listed.append((int(entry.name), argv))
                 except OSError:
                     continue
-                if str(self.temp) in argv:
-                    listed.append((int(entry.name), argv))
         return listed
 
     def workers(self) -> set[int]:
@@ -99,18 +102,6 @@ class Cluster:
         for log in self.temp.glob("session_*/logs/raylet*.out"):
             started.update(int(pid) for pid in re.findall(r"Started worker process with pid (\d+)", log.read_text()))
         return started
-
-    def marked(self) -> set[int]:
-        """The live processes whose environment carries this cluster's MARK: its nodes' processes and every
-        worker they started, renamed or not."""
-        mark = f"{MARK}={self.temp}".encode()
-        found = set()
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError):
-                    if mark in (entry / "environ").read_bytes().split(b"\0"):
-                        found.add(int(entry.name))
-        return found
 
     def kill(self, node: Node) -> list[int]:
         """SIGKILL every process of ``node`` at once: the node dies as a machine would."""
@@ -181,14 +172,18 @@ def owned_by(pids: set[int]) -> list[str]:
     return found
 
 
-def wait_for_nodes(ray, count: int, timeout_s: float = 120.0) -> list[dict]:
+def wait_for_nodes(ray, count: int, folder: Path, timeout_s: float = 120.0) -> list[dict]:
+    """The live nodes, once ``count`` have joined; otherwise what each ``ray start`` printed, since the teardown
+    deletes ``folder`` and its logs with it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         alive = [node for node in ray.nodes() if node.get("Alive")]
         if len(alive) >= count:
             return alive
         time.sleep(0.5)
-    raise AssertionError(f"the Ray cluster has {len(alive)} live node(s), not {count}")
+    printed = "".join(f"\n--- {log.name} (last 40 lines) ---\n" + "\n".join(log.read_text().splitlines()[-40:])
+                      for log in sorted(folder.glob("ray-start-*.log")))
+    raise AssertionError(f"the Ray cluster has {len(alive)} live node(s), not {count}{printed}")
 
 
 @pytest.fixture(scope="session")
@@ -220,13 +215,13 @@ def ray_cluster(second_engine):
             time.sleep(0.25)
         cluster.nodes["b"] = start("b", second_engine.host, temp, [f"--address={cluster.address}"], auth)
         ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
-        for node in wait_for_nodes(ray, 2):
+        for node in wait_for_nodes(ray, 2, folder):
             for name in ("a", "b"):
                 if node["Resources"].get(f"deepgym_{name}"):
                     cluster.nodes[name].id = node["NodeID"]
         yield cluster
     finally:
-        ours = set(cluster.pids()) | cluster.workers() | cluster.marked()
+        ours = set(cluster.pids()) | cluster.workers()
         if ray.is_initialized():
             ray.shutdown()
         for node in cluster.nodes.values():
@@ -240,7 +235,7 @@ def ray_cluster(second_engine):
         # Anything of ours that outlived its ray start, until none is left: workers whose raylet died end on
         # their own only later, and the session's leak check must not find their containers' owners alive.
         deadline = time.monotonic() + 60
-        while (left := set(cluster.pids()) | cluster.marked()) and time.monotonic() < deadline:
+        while (left := set(cluster.pids())) and time.monotonic() < deadline:
             ours |= left
             for pid in left:
                 with contextlib.suppress(ProcessLookupError):

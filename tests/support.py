@@ -4,6 +4,7 @@ test folder with its own conftest (tests/verl) would make ``from conftest import
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -51,8 +52,6 @@ def leaked_containers() -> list[str]:
 def describe(containers: Iterable[str]) -> str:
     """Each container's id, image, status, creation time and the labels it was made with (deepgym's run, owner
     and test labels): enough to find what made it."""
-    import json
-
     shown = subprocess.run(["docker", "inspect", *containers], capture_output=True, text=True)
     try:
         found = json.loads(shown.stdout or "[]")
@@ -230,8 +229,6 @@ def probing(*parts: str) -> str:
 def reported(verdict) -> dict:
     """The report a probing submission raised with (``RuntimeError("REPORT=" + json + "=END")``), from its
     verdict's details."""
-    import json
-
     assert verdict.has_verdict and verdict.error_type == "solution_error", verdict
     assert "REPORT=" in verdict.details, verdict.cases[0].error
     return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
