@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,17 @@ def environ_kept():
         for key, value in environ.items():
             if stray.get(key) != value:
                 os.putenv(key, value)
+
+
+@pytest.fixture(autouse=True)
+def fresh_shared_clients():
+    """Each test ends with none of compute_score's process-wide clients (deepgym.integrations.verl), so an
+    environment variable set for one test (a dead DOCKER_HOST) cannot reach a client another test reuses, and
+    their ready containers do not outlive the test that made them (the leak check below would count them)."""
+    yield
+    shared = sys.modules.get("deepgym.integrations.verl")
+    if shared is not None:
+        shared.reset_clients()
 
 
 EARLIER_LEFTOVERS: list[str] = []

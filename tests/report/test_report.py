@@ -16,7 +16,7 @@ from deepgym import DeepGym
 from deepgym.authoring.replay import action_sequences
 from deepgym.environments import load_environment
 from deepgym.images import build
-from deepgym.integrations.verl import compute_score, reset_clients
+from deepgym.integrations.verl import compute_score
 from deepgym.outcome import NoVerdictError
 from deepgym.report import Recorder, write
 from deepgym.report.charts import MIX_COLORS
@@ -85,12 +85,9 @@ def verl_extras(response: str, step: int) -> dict:
 @pytest.mark.docker
 def test_results_page_of_verl_extras(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ensure_images("coin_change")
-    try:
-        lines = [verl_extras(response, step) for step, response in enumerate([RIGHT, RIGHT, WRONG, PROSE])]
-        monkeypatch.setenv("DEEPGYM_TAG", "never-built-report")
-        lines += [verl_extras(RIGHT, step) for step in (4, 5)]
-    finally:
-        reset_clients()  # the shared client's ready containers must not outlive the test
+    lines = [verl_extras(response, step) for step, response in enumerate([RIGHT, RIGHT, WRONG, PROSE])]
+    monkeypatch.setenv("DEEPGYM_TAG", "never-built-report")
+    lines += [verl_extras(RIGHT, step) for step in (4, 5)]
     rollouts = tmp_path / "rollouts"  # verl's rollout_data_dir: one STEP.jsonl per step
     rollouts.mkdir()
     for line in lines:

@@ -57,7 +57,7 @@ def test_a_child_its_parent_left_behind_is_still_metered():
     finally:
         sandbox.kill_all()
     assert usage.cpu_s >= 0.5, "the orphan's CPU was never counted"
-    assert left and not sandbox.others_alive(keep=0), "the orphan was found, and killed with the session"
+    assert left and not sandbox.alive(), "the orphan was found, and killed with the session"
 
 
 @pytest.mark.filterwarnings("ignore:deepgym local mode")

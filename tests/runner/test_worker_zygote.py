@@ -1,6 +1,7 @@
 """The worker zygote (deepgym/runner/confine/forked.py, zygote.py) against the real image, in a fresh container per
-sample and in warm mode: a function worker forked from the zygote is exactly as confined as a freshly
-exec'd one, holds nothing of the sample's hidden tests, and cannot reach the zygote or the runner.
+sample and in warm mode: a function worker, or a program's case server, forked from the zygote is exactly as
+confined as a freshly exec'd one, holds nothing of the sample's hidden tests, and cannot reach the zygote or
+the runner.
 
 Each test's submission reports what it found in its verdict's details (it raises with the report). Every
 probe is shown to work where it must (the worker finds its root parent, the zygote, and reads its own
@@ -8,6 +9,7 @@ probe is shown to work where it must (the worker finds its root parent, the zygo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -69,6 +71,44 @@ report["reached"] = reached
 '''
 
 
+# A program env's case, forked by its case server, itself forked by the worker zygote: what it learns of the
+# three, printed as its answer (a verdict shows the first 200 characters of a wrong one).
+PROGRAM_PROBE = r'''
+import ctypes, gc, json, os, resource, signal, sys
+def uid_of(pid):
+    return os.stat(f"/proc/{pid}").st_uid
+server = os.getppid()
+zygote = int(open(f"/proc/{server}/stat").read().rsplit(")", 1)[1].split()[1])
+limit = resource.getrlimit(resource.RLIMIT_AS)
+report = {"uid": os.getuid(), "server": uid_of(server), "zygote": uid_of(zygote),
+          "forked": "deepgym_runner.oneshot" in sys.modules, "fds": sorted(map(int, os.listdir("/proc/self/fd"))),
+          "limited": limit[0] == limit[1] > 0, "env": set(os.environ) <= {"PATH", "LANG", "LC_ALL", "HOME", "TMPDIR"},
+          "hidden": sum(1 for o in gc.get_objects() if isinstance(o, dict) and "expected" in o)}
+libc = ctypes.CDLL(None, use_errno=True)
+def trace(pid):
+    if libc.ptrace(16, pid, 0, 0) != 0:  # PTRACE_ATTACH
+        raise OSError(ctypes.get_errno(), "ptrace")
+roots, reached = 0, []
+for pid in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        if uid_of(pid) != 0:
+            continue
+    except OSError:
+        continue
+    roots += 1
+    for attempt in (lambda: os.kill(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGSTOP),
+                    lambda: os.listdir(f"/proc/{pid}/fd"), lambda: open(f"/proc/{pid}/mem", "rb").read(1),
+                    lambda: trace(pid)):
+        try:
+            attempt()
+            reached.append(pid)
+        except OSError:
+            pass
+report.update(roots=roots, reached=reached)
+print(json.dumps(report, separators=(",", ":")))
+'''
+
+
 @pytest.fixture(scope="module")
 def gym():
     """A pool of one warm container, so consecutive samples in warm mode share it."""
@@ -91,6 +131,21 @@ def assert_confined(report: dict) -> None:
 @pytest.mark.parametrize("isolation", ["container", "process"])
 def test_a_forked_worker_is_confined_and_holds_nothing_of_the_sample(gym, isolation):
     assert_confined(reported(gym.run(ENV, probing(PROBE), isolation=isolation)))
+
+
+@pytest.mark.parametrize("isolation", ["container", "process"])
+def test_a_forked_case_server_is_confined_and_holds_nothing_of_the_sample(isolation):
+    # Two samples: in warm mode the second's case server comes from a zygote that has served the first's.
+    env = "prog_max_subarray"
+    with warm_gym(env) as programs:
+        verdicts = [programs.run(env, fenced(PROGRAM_PROBE), isolation=isolation) for _ in range(2)]
+    for verdict in verdicts:
+        assert verdict.error_type == "wrong_answer", verdict
+        report = json.loads(verdict.cases[0].actual)
+        assert report["forked"] and report["zygote"] == 0, report  # the worker zygote's child, not an interpreter
+        assert report["uid"] >= 1000 and report["server"] == report["uid"], report
+        assert report["fds"] == [0, 1, 2, 3] and report["limited"] and report["env"], report  # 3: the listdir
+        assert report["hidden"] == 0 and report["roots"] >= 2 and report["reached"] == [], report
 
 
 def test_a_warm_sample_that_attacks_the_zygote_leaves_the_next_one_a_pristine_worker(gym):

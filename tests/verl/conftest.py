@@ -39,17 +39,6 @@ def coin_change_image() -> None:
     build(["coin_change"])
 
 
-@pytest.fixture(autouse=True)
-def fresh_deepgym_clients():
-    """Each test starts and ends with no cached client, so an environment variable set for one test (a dead
-    DOCKER_HOST) cannot leak into a client another test reuses; closing them removes their containers."""
-    from deepgym.integrations.verl import reset_clients
-
-    reset_clients()
-    yield
-    reset_clients()
-
-
 @pytest.fixture(scope="session")
 def dataset_row(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One coin_change row as verl's RLHFDataset hands it to an agent loop (written by verl_rows)."""

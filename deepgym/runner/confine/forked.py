@@ -96,9 +96,10 @@ class WorkerConnection:
         self._last: Forked | None = None
 
     def fork(self, argv: list[str], *, uid: int, cwd: str, env: dict[str, str],
-             fds: tuple[int, int], preload: tuple[str, ...] = ()) -> Forked:
-        """A worker as uid ``uid`` running ``worker.main(argv)`` in ``cwd`` with environment ``env``; ``fds``
-        (the requests and replies pipes' ends) become its descriptors 3 and 4. ``preload`` names standard-library
+             fds: tuple[int, ...], preload: tuple[str, ...] = (), main: str = "worker") -> Forked:
+        """A worker as uid ``uid`` running ``worker.main(argv)`` (``main`` "case_server": a program's case server,
+        ``zygote.main(argv)``) in ``cwd`` with environment ``env``; ``fds`` (the requests and replies pipes'
+        ends; a case server's control socket) become its descriptors 3 and 4. ``preload`` names standard-library
         modules the zygote imports before it forks (once for every later sample, in warm mode). Its end is
         signalled on :attr:`control`. Raises OSError when the zygote does not serve (it died, or its last
         worker's end is not reported): the runner's failure, never the submission's, since its last worker was
@@ -107,7 +108,8 @@ class WorkerConnection:
             if self._last.wait(timeout=KILL_WAIT_S) is None:
                 raise OSError("the worker zygote did not report the end of the last worker")
             self._last = None
-        message = wire.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env, "preload": list(preload)}).encode()
+        message = wire.dumps({"argv": argv, "uid": uid, "cwd": cwd, "env": env, "preload": list(preload),
+                              "main": main}).encode()
         self._last = hand_off(self.control, message, os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), fds)
         return self._last
 

@@ -118,16 +118,17 @@ class Processes:
         self.sessions.add(proc.pid)
         return proc
 
-    def fork_worker(self, argv: list[str], fds: tuple[int, int], cwd: str = "/",
-                    preload: tuple[str, ...] = ()) -> Forked:
-        """A worker (``worker.main(argv)``) as the submission's uid, forked by the worker zygote once it has
-        imported the standard-library modules ``preload``; the same environment, session and descriptors as
-        :meth:`spawn` gives, ``fds`` as its descriptors 3 and 4. Raises OSError when the zygote cannot serve."""
+    def fork_worker(self, argv: list[str], fds: tuple[int, ...], cwd: str = "/",
+                    preload: tuple[str, ...] = (), main: str = "worker") -> Forked:
+        """A worker (``worker.main(argv)``; ``main`` "case_server": ``zygote.main(argv)``) as the submission's uid,
+        forked by the worker zygote once it has imported the standard-library modules ``preload``; the same
+        environment, session and descriptors as :meth:`spawn` gives, ``fds`` as its descriptors from 3. Raises
+        OSError when the zygote cannot serve."""
         assert self.workers is not None
         env = dict(CLEAN_ENV)
         if self.uid in self.homes:
             env["HOME"] = env["TMPDIR"] = self.homes[self.uid]
-        return self.workers.fork(argv, uid=self.uid, cwd=cwd, env=env, fds=fds, preload=preload)
+        return self.workers.fork(argv, uid=self.uid, cwd=cwd, env=env, fds=fds, preload=preload, main=main)
 
     def members(self) -> list[int]:
         """Pids of every live untrusted process."""
@@ -257,10 +258,6 @@ class Processes:
     def alive(self) -> list[int]:
         """The members that are not zombies."""
         return [pid for pid in self.members() if (stat := proc_stat(pid)) is not None and stat.state != "Z"]
-
-    def others_alive(self, keep: int) -> bool:
-        """Whether any untrusted process but ``keep`` (a zygote between cases) is still alive."""
-        return any(pid != keep for pid in self.alive())
 
     def kill_all(self) -> None:
         """SIGKILL every untrusted process, including daemonized grandchildren, and reap our children.

@@ -2,18 +2,20 @@
 
 **The worker zygote** (:func:`start_workers`, the runner's side in :mod:`forked`) is forked from the runner
 itself before it reads a request (from warm mode's server before it reads the first), drops the runner's
-privileges and stays root: it forks each function worker, which switches to the request's uid in
-:func:`_worker_child` before the submission's code is even read, and answers ``{"exit": status}`` when it
-ends. It never receives a request, a case or an expected output, only a worker's argv, uid, working
-directory, environment and descriptors, and the names of standard-library modules to import before it forks
-(a row's prelude, :func:`_preload`: kept for every later worker, so a warm container imports them once).
+privileges and stays root: it forks each function worker and each program's case server, which switch to the
+request's uid in :func:`_worker_child` before the submission's code is even read, and answers ``{"exit":
+status}`` when it ends. It never receives a request, a case or an expected output, only a worker's argv, uid,
+working directory, environment and descriptors, and the names of standard-library modules to import before it
+forks (a row's prelude, :func:`_preload`: kept for every later worker, so a warm container imports them once).
 
-**A program's case server**, below, is one interpreter per sample, as the submission's user, that forks a
-fresh child for each case.
+**A program's case server**, below, is one process per sample, as the submission's user, that forks a fresh
+child for each case. Where the runner has a worker zygote, that zygote forks the case server too (``{"main":
+"case_server"}``), so a sample pays a fork instead of an interpreter start and the prelude's imports; elsewhere
+the runner starts it as a fresh interpreter:
 
 ``python3 -m deepgym_runner.confine.zygote MEMORY_MB NOFILE CPU_S PATH CONTROL_FD PRELOAD SWEEP``
 
-Started by the runner as the submission's user, with the limits every worker gets (:func:`worker.confine`). At
+Run as the submission's user, with the limits every worker gets (:func:`worker.confine`). At
 start it imports the standard-library modules named in ``PRELOAD`` (comma-separated; the imports of the row
 prelude) and compiles the program at ``PATH``. Compiling runs none of the program's code, and the zygote never
 executes it: only its children do. So nothing the program does can reach the zygote's memory, and every case
@@ -22,13 +24,15 @@ starts from the same state, as a fresh interpreter would, at the cost of a fork 
 The zygote only ever holds the program. The runner keeps the cases' expected outputs and compares outputs
 itself; a case's input reaches the zygote as a file descriptor it passes on unread.
 
-Once the modules are imported (before the program is compiled) it sends ``{"ready": true}``. Then per case
-the runner sends, on the ``CONTROL_FD`` socket (SOCK_SEQPACKET), ``{"cpu_s": N}`` with three
-descriptors: the case's stdin, stdout and stderr. The zygote forks; the child puts them on 0, 1 and 2, lowers
-its CPU limit to N seconds, and runs the compiled program as ``__main__`` with fresh globals, exiting as the
-interpreter would (the exit status of ``sys.exit``, 1 after an uncaught exception, 120 when stdout cannot be
-flushed), but without tearing down every module (see :func:`_finish`). The zygote waits for it, kills every other process of its user with ``kill(-1)`` when ``SWEEP`` is
-1 (inside the sandbox that is what the child left behind: daemons cannot outlive their case), and replies
+Once the modules are imported (before the program is compiled) it sends ``{"ready": true, "pid": PID}``:
+the trusted part of its start tells the runner which process of the submission's user is the server, however
+it was started. Then per case the runner sends, on the ``CONTROL_FD`` socket (SOCK_SEQPACKET),
+``{"cpu_s": N}`` with three descriptors: the case's stdin, stdout and stderr. The zygote forks; the child puts
+them on 0, 1 and 2, lowers its CPU limit to N seconds, and runs the compiled program as ``__main__`` with fresh
+globals, exiting as the interpreter would (the exit status of ``sys.exit``, 1 after an uncaught exception, 120
+when stdout cannot be flushed), but without tearing down every module (see :func:`_finish`). The zygote waits
+for it, kills every other process of its user with ``kill(-1)`` when ``SWEEP`` is 1 (inside the sandbox that
+is what the child left behind: daemons cannot outlive their case), and replies
 ``{"exit": code}``, the child's exit status (negative: killed by that signal).
 
 Children run as the zygote's own user, so the zygote makes itself hard to reach first: it is not dumpable (a
@@ -61,8 +65,9 @@ if TYPE_CHECKING:
 PR_SET_DUMPABLE = 4
 MAX_MESSAGE = 1 << 16
 STDIO = 3
-# A worker's descriptors: stdin, stdout, stderr, the runner's requests and its replies.
-WORKER_FDS = 5
+# A worker zygote's child's descriptors: stdin, stdout, stderr, then a worker's requests and replies (5) or a
+# case server's control socket (4).
+WORKER_FDS = (4, 5)
 # Descriptors a child closes: far past any its zygote holds (the sandbox's nofile limit is small).
 MAX_FD = 1 << 16
 
@@ -129,19 +134,19 @@ def _run_case(path: str, code: types.CodeType | None, error: BaseException | Non
     return 0
 
 
-def fork_per_request(control: fdpass.Socket, count: int, child: Callable[[dict, list[int]], None],
+def fork_per_request(control: fdpass.Socket, counts: tuple[int, ...], child: Callable[[dict, list[int]], None],
                      sweep: bool, prepare: Callable[[dict], None] | None = None) -> None:
-    """The loop of both zygotes: per message on ``control`` (a JSON object with ``count`` descriptors), run
+    """The loop of both zygotes: per message on ``control`` (a JSON object with one of ``counts`` descriptors), run
     ``prepare(message)`` when given, fork a child that runs ``child(message, descriptors)`` and never returns,
     wait for it, with ``sweep`` kill every other process of this user, and reply ``{"exit": status}``. Returns
     when the socket closes or a message is malformed."""
     while True:
         try:
-            message, fds, _flags, _address = fdpass.recv_fds(control, MAX_MESSAGE, count)
+            message, fds, _flags, _address = fdpass.recv_fds(control, MAX_MESSAGE, max(counts))
         except OSError:
             return None
         try:
-            request = wire.loads(message) if message and len(fds) == count else None
+            request = wire.loads(message) if message and len(fds) in counts else None
         except ValueError:
             request = None
         if not isinstance(request, dict):
@@ -200,14 +205,16 @@ def _case_child(path: str, code: types.CodeType | None, error: BaseException | N
 def serve(control: fdpass.Socket, libc: ctypes.CDLL, path: str, code: types.CodeType | None,
           error: BaseException | None, sweep: bool) -> None:
     """Fork one child per case until the runner closes the socket (a child never returns)."""
-    fork_per_request(control, STDIO, _case_child(path, code, error, libc), sweep)
+    fork_per_request(control, (STDIO,), _case_child(path, code, error, libc), sweep)
 
 
 # ------------------------------------------------------------------------------------------------ the worker zygote
 
 def _worker_child(request: dict, fds: list[int]) -> None:
-    """In a child of the worker zygote: become the worker process a fresh ``python3 -m deepgym_runner.confine.worker``
-    would be, then run it. ``fds`` are its stdin, stdout, stderr, requests and replies (3 and 4 in its argv)."""
+    """In a child of the worker zygote: become the process a fresh ``python3 -m deepgym_runner.confine.worker``
+    (or ``...confine.zygote``, for ``{"main": "case_server"}``) would be, then run it. ``fds`` are its stdin,
+    stdout, stderr and then the descriptors its argv names (3 and 4: a worker's requests and replies; 3: a case
+    server's control socket)."""
     status = 125
     try:
         _on_stdio(fds)
@@ -220,8 +227,9 @@ def _worker_child(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.argv = [worker.__file__, *request["argv"]]
-        status = worker.main(request["argv"])
+        run = main if request.get("main") == "case_server" else worker.main
+        sys.argv = [(__file__ if run is main else worker.__file__), *request["argv"]]
+        status = run(request["argv"])
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException:  # noqa: BLE001 - reported as an interpreter reports an uncaught exception
@@ -311,7 +319,7 @@ def main(argv: list[str]) -> int:
     for name in filter(None, preload.split(",")):
         importlib.import_module(name)
     control = fdpass.from_fd(int(control_fd))
-    control.send(b'{"ready": true}')  # the trusted part of the start is done: from here on, it is the program's
+    control.send(wire.dumps({"ready": True, "pid": os.getpid()}).encode())  # from here on, it is the program's
     code, error = None, None
     try:
         with open(path, "rb") as f:

@@ -18,7 +18,6 @@ zygote, so a case can only ever hurt itself and the cases after it, never be jud
 from __future__ import annotations
 
 import fcntl
-import json
 import math
 import os
 import subprocess
@@ -26,9 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import wire
 from ..confine import fdpass
 from ..channels import Fault, head, plain
-from ..confine.forked import hand_off
+from ..confine.forked import Forked, hand_off
 from ..protocol import Limits
 from ..confine.processes import ZYGOTE, Processes
 from ..confine.supervise import Ending, Supervised, failure
@@ -40,21 +40,30 @@ class ZygoteFailed(RuntimeError):
 
 
 class CaseServer:
-    """A sample's zygote for the program at ``script`` (the staged file), started on first use. Close it."""
+    """A sample's zygote for the program at ``script`` (the staged file), started on first use. Close it.
+
+    Where the runner has a worker zygote it forks the case server (:meth:`Processes.fork_worker`), with the
+    prelude's modules imported once for every later sample; elsewhere the case server is a fresh interpreter."""
 
     def __init__(self, processes: Processes, limits: Limits, script: Path, preload: tuple[str, ...]):
         self.processes, self.limits, self.script, self.preload = processes, limits, script, preload
-        self._zygote: subprocess.Popen[bytes] | None = None
+        self._zygote: subprocess.Popen[bytes] | Forked | None = None
+        self._pid: int | None = None
         self._control: fdpass.Socket | None = None
 
     def _start(self) -> None:
         control, theirs = fdpass.socketpair()
-        limits = self.limits
-        argv = [sys.executable, "-I", "-B", "-m", ZYGOTE, str(limits.memory_mb), str(limits.nofile),
-                str(math.ceil(limits.total_cpu_s) + 1), str(self.script), str(theirs.fileno()), ",".join(self.preload),
-                "1" if self.processes.confinement.switches_uid else "0"]
+        limits, processes = self.limits, self.processes
+        argv = [str(limits.memory_mb), str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), str(self.script),
+                "3", ",".join(self.preload), "1" if processes.confinement.switches_uid else "0"]
         try:
-            self._zygote = self.processes.spawn(argv, pass_fds=(theirs.fileno(),), cwd=str(self.script.parent))
+            if processes.workers is not None:
+                self._zygote = processes.fork_worker(argv, (theirs.fileno(),), str(self.script.parent), self.preload,
+                                                     main="case_server")
+            else:
+                argv[4] = str(theirs.fileno())
+                self._zygote = processes.spawn([sys.executable, "-I", "-B", "-m", ZYGOTE, *argv],
+                                               pass_fds=(theirs.fileno(),), cwd=str(self.script.parent))
         except BaseException:
             control.close()
             raise
@@ -70,13 +79,18 @@ class CaseServer:
             ready = repr(exc).encode()
         finally:
             control.settimeout(None)
-        if ready != b'{"ready": true}':
+        try:
+            hello = wire.loads(ready)
+        except ValueError:
+            hello = None
+        if not (isinstance(hello, dict) and hello.get("ready") is True and type(hello.get("pid")) is int):
             stderr = b""
             if self._zygote.poll() is not None and self._zygote.stderr is not None:
                 stderr = self._zygote.stderr.read(4096)
             self.close()
             raise ZygoteFailed(f"the case server did not start ({ready[:200]!r}): "
                                f"{stderr.decode('utf-8', 'replace')[-2000:]}")
+        self._pid = hello["pid"]
 
     def run(self, budget: Budget, data: bytes, compare: Callable[[bytes], Fault | None],
             result: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +104,7 @@ class CaseServer:
         assert self._zygote is not None and self._control is not None
         stdin = read_only_input(data)  # a failure here is the runner's: it propagates (no verdict)
         # The submission may have killed the zygote: the case then ends as a program that closed its channel.
-        child = hand_off(self._control, json.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode(), stdin,
+        child = hand_off(self._control, wire.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode(), stdin,
                          zygote_may_be_gone=True)
         process = Supervised(self.processes, child, keep_stdout=output_limit, exit_fd=self._control.fileno())
         try:
@@ -108,14 +122,16 @@ class CaseServer:
         """Whether the zygote may serve the next case: the child exited, the zygote said so, and nothing else
         of the submission's is alive."""
         return outcome.kind == "exited" and outcome.exit_code is not None and self._zygote is not None \
-            and self._zygote.poll() is None and not self.processes.others_alive(self._zygote.pid)
+            and self._zygote.poll() is None and self.processes.alive() == [self._pid]
 
     def close(self) -> None:
         """Stop the zygote and everything of the submission's (the next case, if any, starts a new one)."""
         if self._control is not None:
             self._control.close()
             self._control = None
-        self._zygote = None
+        if isinstance(self._zygote, Forked):  # a spawned server's pipes are the Processes' to close (kill_all)
+            self._zygote.close()
+        self._zygote = self._pid = None
         self.processes.kill_all()
 
 
