@@ -93,6 +93,8 @@ class DeepGym(AsyncFaces):
         self.provider = make_provider(mode, **options)
         key = self.provider.admission_key
         self.admission = Admission(key, max_sandboxes) if key is not None else None
+        if self.admission is not None:
+            self.provider.admit_ahead(self.admission)
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
         policy = canaries if isinstance(canaries, CanaryPolicy) else (
@@ -278,5 +280,5 @@ class DeepGym(AsyncFaces):
             if self._desktops is None:
                 size = prewarm_size()
                 if size:
-                    self._desktops = ready_desktops(self.provider, size)
+                    self._desktops = ready_desktops(self.provider, size, self.admission)
             return self._desktops

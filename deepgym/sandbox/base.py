@@ -49,6 +49,7 @@ from .errors import ImageMissing, NodeLost, ProviderUnavailable, SandboxError, S
 if TYPE_CHECKING:
     import socket
 
+    from ..admission import Admission
     from ..runner.protocol import Request
 
 # The image's entry point, spelled out: the runner's command line in every image-based provider's sandboxes.
@@ -379,6 +380,11 @@ class Provider(ABC):
     def warm_pool(self) -> WarmRuns | None:
         """This provider's warm sandboxes, made on first use; None when it has none."""
         return None
+
+    def admit_ahead(self, admission: Admission) -> None:  # noqa: B027 - most providers make nothing ahead of need
+        """Take ``admission``'s slots (the client's, of :attr:`admission_key`) for the work this provider does ahead
+        of a sample's need, such as starting strict mode's ready containers, so that it waits for the host's
+        bound like a sample."""
 
     @abstractmethod
     def sweep(self, labels: Mapping[str, str]) -> int:

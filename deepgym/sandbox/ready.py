@@ -18,21 +18,22 @@ emptied when its provider closes, on SIGTERM or SIGINT (:mod:`deepgym.shutdown`)
 interpreter exits; if deepgym is killed, its prewarmed runners read end-of-file on their stdin and exit, and
 the next start-up's reaper removes them (their owner label names this process).
 
-**Admission.** A waiting container holds no admission slot (:mod:`deepgym.admission`), and neither does its
-refill; the sample that takes one runs in it under the sample's own slot, like a container started for it.
-Admission bounds the sandboxes that compete for the host's CPUs, because that competition is what makes a
-sample's limits unfair (a busy loop that escapes its timeout, ``host_overloaded``). A waiting runner competes
-for none: it is blocked reading its stdin, none of its clocks runs, and it holds only some 20 MiB of memory
-(at most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would let idle
-containers keep samples waiting (one pool of ``max_parallel`` per kind holds every slot of a host whose bound
-is its CPU count), and handing that slot to the sample that takes it would make one process's pool decide
-when other processes' samples run. Making a container is the engine's work (create, attach, start), not a
-sandbox's: at most :data:`REFILLERS` per pool do it at once, and a sample whose CPU it took is judged by
-the runner's fair-timeout rule like one slowed by any other load.
+**Admission.** Making a ready container is work on the host (the engine's create, attach and start; a
+desktop's display and browser), so each refill holds a slot of the owner's admission (:mod:`deepgym.admission`,
+given as ``admission``) while it makes its container, and waits for one like a sample: a saturated host makes
+no ready containers beside the samples it runs, and never carries more working sandboxes than its bound. A
+container that waits holds no slot. Slots bound running work, not living containers (as for an episode idle
+between turns): a waiting runner is blocked reading its stdin, none of its clocks runs, and it holds only some
+20 MiB of memory (at most ``size`` times :data:`MAX_KINDS` containers per provider). Charging it a slot would
+let idle containers keep samples from running, at worst all of them (one pool of ``max_parallel`` per kind
+holds every slot of a host whose bound is its CPU count). The sample that takes one runs in it under the
+sample's own slot, like a container started for it. Removals have workers of their own, so that a used
+container is removed while refills wait for their slots.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -41,12 +42,14 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+from ..admission import Admission, AdmissionCancelled
 from ..shutdown import register as on_shutdown
 from .base import SandboxError
 
 log = logging.getLogger("deepgym")
 PREWARM_VARIABLE = "DEEPGYM_DOCKER_PREWARM"
-# Background workers that make and remove containers: two keep a pool of a few full at the engine's pace.
+# Background workers that make containers, and as many that remove them: two keep a pool of a few full at the
+# engine's pace.
 REFILLERS = 2
 # Strict mode keeps at most this many pool sizes ready across all kinds: a client judging many environments
 # keeps the ones it used last (each waiting container holds some 20 MiB).
@@ -80,11 +83,12 @@ class ReadyPool(Generic[K, T]):
     """``size`` ready things per key, each handed out once. ``launch(key)`` makes one (a SandboxError is
     logged and leaves the next taker to start its own and meet the failure itself); ``usable(thing)`` says
     whether a ready one may still be handed out (its checks of age included); ``discard(thing)`` removes one.
-    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago."""
+    ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago.
+    ``admission``: whose slot each launch holds (None: launches wait for nothing); its owner may set it later."""
 
     def __init__(self, size: int, launch: Callable[[K], T], usable: Callable[[T], bool],
                  discard: Callable[[T], None], *, max_kinds: int | None = None, workers: int = REFILLERS,
-                 name: str = "deepgym-ready"):
+                 name: str = "deepgym-ready", admission: Admission | None = None):
         self.size = size
         self._launch, self._usable, self._discard = launch, usable, discard
         self.max_kinds = max_kinds
@@ -92,7 +96,9 @@ class ReadyPool(Generic[K, T]):
         self._making: dict[K, int] = {}
         self._lock = threading.Lock()
         self._closed = False
-        self._workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        self.admission = admission
+        self._makers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{name}-make")
+        self._removers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"{name}-remove")
         on_shutdown(self.close)  # on SIGTERM/SIGINT, and at the latest when the interpreter exits
 
     def take(self, key: K) -> T | None:
@@ -114,20 +120,21 @@ class ReadyPool(Generic[K, T]):
         """Remove ``thing`` (one taken from this pool, or started by its taker) in the background; right away
         once the pool is closed."""
         try:
-            self._workers.submit(self._discard, thing)
+            self._removers.submit(self._discard, thing)
         except RuntimeError:  # the workers are shut down: remove it here
             self._discard(thing)
 
     def close(self) -> None:
         """Discard every ready thing and wait for the workers: launches under way (whose things are then
-        discarded) and removals queued by takers included."""
+        discarded; one still waiting for its slot stops waiting) and removals queued by takers included."""
         with self._lock:
             self._closed = True
             left = [thing for ready in self._ready.values() for thing in ready]
             self._ready.clear()
         for thing in left:
             self.discard(thing)
-        self._workers.shutdown(wait=True)
+        self._makers.shutdown(wait=True)  # before the removers: a launch that lands now is discarded through them
+        self._removers.shutdown(wait=True)
 
     def _pop(self, key: K) -> T | None:
         while True:
@@ -154,15 +161,24 @@ class ReadyPool(Generic[K, T]):
             missing = self.size - len(self._ready.get(key, ())) - self._making.get(key, 0)
             self._making[key] = self._making.get(key, 0) + max(0, missing)
         for _ in range(missing):
-            self._workers.submit(self._make, key)
+            self._makers.submit(self._make, key)
+
+    def _slot(self) -> contextlib.AbstractContextManager[object]:
+        """The admission slot a launch holds (waiting ends when the pool closes), or none without admission."""
+        if self.admission is None:
+            return contextlib.nullcontext()
+        return self.admission.slot(cancelled=lambda: self._closed)
 
     def _make(self, key: K) -> None:
         thing = None
         try:
-            if not self._closed:
-                thing = self._launch(key)
+            with self._slot():
+                if not self._closed:
+                    thing = self._launch(key)
         except SandboxError as exc:  # the next taker starts its own, and meets the failure itself
             log.debug("starting a ready container failed: %s", exc)
+        except AdmissionCancelled:  # closed while it waited for its slot
+            pass
         finally:
             evicted = []
             with self._lock:

@@ -12,6 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..admission import Admission
 from ..errors import ConfigurationError
 from ..sandbox import Provider, SandboxSpec
 from ..sandbox.ready import ReadyPool
@@ -47,10 +48,12 @@ class DesktopKind:
         return hash(repr(self))
 
 
-def ready_desktops(provider: Provider, size: int) -> ReadyPool[DesktopKind, Desktop]:
-    """``size`` ready desktops per kind on ``provider``, refilled after every take."""
+def ready_desktops(provider: Provider, size: int,
+                   admission: Admission | None = None) -> ReadyPool[DesktopKind, Desktop]:
+    """``size`` ready desktops per kind on ``provider``, refilled after every take, each started under a slot of
+    ``admission`` (a browser's start is work on the host like an episode's)."""
     return ReadyPool(size, lambda kind: launch(provider, kind.spec, kind.screen), _usable, Desktop.close,
-                     name="deepgym-desktop-prewarm")
+                     name="deepgym-desktop-prewarm", admission=admission)
 
 
 def _usable(desktop: Desktop) -> bool:

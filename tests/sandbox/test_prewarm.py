@@ -135,6 +135,55 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
     assert containers(provider.run_id) == []
 
 
+def ready_count(provider) -> int:
+    return sum(len(ready) for ready in provider.prewarm._ready.values())
+
+
+@pytest.mark.docker
+def test_a_refill_waits_for_an_admission_slot_and_a_waiting_container_holds_none(spec, tmp_path):
+    """A saturated host makes no ready container beside the samples it runs: the refill waits for a slot of the
+    client's admission, makes its container under it, and gives it back once the container waits."""
+    from deepgym.admission import Admission
+    from deepgym.sandbox.docker import DockerProvider
+
+    admission = Admission("host", 1, directory=tmp_path)
+    elsewhere = Admission("host", 1, directory=tmp_path)  # another process's sample, as far as the files go
+    provider = DockerProvider(prewarm=1)
+    provider.admit_ahead(admission)
+    try:
+        held = elsewhere.acquire(timeout_s=5)
+        first = provider.run(spec, ECHO, ExecOptions(stdin=b"one", timeout_s=30))  # cold; its refill must wait
+        time.sleep(2.0)
+        assert ready_count(provider) == 0 and sum(provider.prewarm._making.values()) == 1, \
+            "a refill made a container while every slot was held"
+        assert containers(provider.run_id) == [], "a container was made while every slot was held"
+        held.release()
+        wait_ready(provider, 1)
+        elsewhere.acquire(timeout_s=5).release()  # the container that waits holds no slot
+        second = provider.run(spec, ECHO, ExecOptions(stdin=b"two", timeout_s=30))  # takes it; refill free to go
+        wait_ready(provider, 1)
+        held = elsewhere.acquire(timeout_s=5)
+        provider.run(spec, ECHO, ExecOptions(stdin=b"three", timeout_s=30))  # its refill waits again
+        started = time.monotonic()
+    finally:
+        provider.close()  # a refill waiting for its slot stops waiting
+    closed_in = time.monotonic() - started
+    held.release()
+    assert (first.stdout, second.stdout) == (b"one", b"two")
+    assert closed_in < 10, f"closing waited {closed_in:.1f} s for a refill that had no slot"
+    assert containers(provider.run_id) == [], "closing left containers behind"
+    elsewhere.acquire(timeout_s=0.5).release()  # the refill that stopped waiting took no slot along
+
+
+@pytest.mark.docker
+def test_a_client_makes_its_ready_containers_under_its_own_admission(monkeypatch, tmp_path):
+    from deepgym import DeepGym
+
+    monkeypatch.setenv("DEEPGYM_ADMISSION_DIR", str(tmp_path))
+    with DeepGym(mode="docker", max_sandboxes=3) as gym:
+        assert gym.provider.prewarm.admission is gym.admission and gym.admission.bound == 3
+
+
 @pytest.mark.docker
 def test_a_verdict_through_a_prewarmed_container_is_the_verdict():
     from deepgym import DeepGym, load_environment

@@ -240,6 +240,7 @@ def test_a_prewarmed_desktop_that_died_waiting_is_never_handed_out(gym):
     with gym.session("todo_list", 4) as session:  # makes the pool start a ready one behind it
         session.start()
     ready = gym._ready_desktops()
+    assert ready.admission is gym.admission, "a ready desktop is started outside the client's admission"
 
     def todo_lists() -> list:  # the shared client's pool also holds the other apps' ready desktops
         return [desktop for kind, waiting in ready.waiting().items() if "'todo_list'" in repr(kind) for desktop in waiting]

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 import docker.errors
 
 from ...shutdown import register as on_shutdown
-from ...admission import engine_key
+from ...admission import Admission, engine_key
 from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxError, SandboxSpec
 from .engine import API_VERSION, NETWORK, Attached, Engine, Launch, container_settings, engine_options, \
     translate_errors
@@ -65,7 +65,7 @@ class DockerProvider(Provider):
         self.max_parallel = max_parallel
         self.attach = attach if attach is not None else os.environ.get(EXEC_PATH_VARIABLE) != "1"
         size = prewarm_size(prewarm, max_parallel) if self.attach else 0
-        self.engine = Engine(docker_host, pool_size=max_parallel + 4 + (REFILLERS if size else 0))
+        self.engine = Engine(docker_host, pool_size=max_parallel + 4 + (2 * REFILLERS if size else 0))
         self.admission_key = engine_key(self.engine.url)
         self.prewarm: ReadyPool[Launch, Attached] | None = None
         if size:
@@ -91,6 +91,11 @@ class DockerProvider(Provider):
             if self._warm is None:
                 self._warm = WarmPool(self.engine, self.max_parallel)
             return self._warm
+
+    def admit_ahead(self, admission: Admission) -> None:
+        """Each prewarmed container is made under a slot of ``admission`` (:mod:`deepgym.sandbox.ready`)."""
+        if self.prewarm is not None:
+            self.prewarm.admission = admission
 
     def image(self, ref: str) -> Image:
         with self.engine.session("start") as api:

@@ -80,6 +80,8 @@ def local_provider() -> tuple[Provider, Admission | None]:
                 raise StartFailure(f"{NODE_MODE_VARIABLE}={mode!r} cannot judge for Ray: its sandboxes do not start "
                                    f"from the image reference the caller resolved; use docker or apple")
             _admission = Admission(provider.admission_key) if provider.admission_key is not None else None
+            if _admission is not None:
+                provider.admit_ahead(_admission)
             _provider = provider
             atexit.register(provider.close)  # a worker that exits cleanly takes its ready containers along
         return _provider, _admission
