@@ -210,6 +210,12 @@ def serve(control: fdpass.Socket, libc: ctypes.CDLL, path: str, code: types.Code
 
 # ------------------------------------------------------------------------------------------------ the worker zygote
 
+def _mains() -> dict[str, tuple[Callable[[list[str]], int], str]]:
+    """What a child of the worker zygote may run, by the name the runner's request gives (``main``), with the
+    file its ``sys.argv[0]`` names: any other name fails the child."""
+    return {"worker": (worker.main, worker.__file__), "case_server": (main, __file__)}
+
+
 def _worker_child(request: dict, fds: list[int]) -> None:
     """In a child of the worker zygote: become the process a fresh ``python3 -m deepgym_runner.confine.worker``
     (or ``...confine.zygote``, for ``{"main": "case_server"}``) would be, then run it. ``fds`` are its stdin,
@@ -227,8 +233,8 @@ def _worker_child(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        run = main if request.get("main") == "case_server" else worker.main
-        sys.argv = [(__file__ if run is main else worker.__file__), *request["argv"]]
+        run, path = _mains()[request["main"]]
+        sys.argv = [path, *request["argv"]]
         status = run(request["argv"])
     except SystemExit as exc:
         status = _exit_status(exc)
