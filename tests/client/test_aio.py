@@ -162,9 +162,9 @@ def test_200_concurrent_aruns_at_bound_2_keep_threads_few_and_the_loop_responsiv
     assert [getattr(o, "score", o) for o in outcomes] == [1.0 if r is RIGHT else 0.0 for r in responses]
     assert {o.error_type for o in outcomes[1::2]} == {"wrong_answer"}
     assert blocking_on_loop == [], f"blocking calls on the event loop's thread: {sorted(set(blocking_on_loop))}"
-    # This client's threads: its bounded executor's and the prewarm pool's makers and removers. Any other new thread (a library's,
-    # a finalizer's of an earlier test in the same process) is not this client's, but it too must not grow
-    # with the 200 samples.
+    # This client's threads: its bounded executor's and the prewarm pool's makers and removers. Any other new thread
+    # (a library's, a finalizer's of an earlier test in the same process) is not this client's, but it too must not
+    # grow with the 200 samples.
     most = max(threads, key=len)
     assert sum(name.startswith("deepgym-async-samples") for name in most) <= 2, most
     assert sum(name.startswith("deepgym-prewarm") for name in most) <= 2 * REFILLERS, most

@@ -99,11 +99,11 @@ class WorkerConnection:
              fds: tuple[int, ...], preload: tuple[str, ...] = (), main: str = "worker") -> Forked:
         """A worker as uid ``uid`` running ``worker.main(argv)`` (``main`` "case_server": a program's case server,
         ``zygote.main(argv)``) in ``cwd`` with environment ``env``; ``fds`` (the requests and replies pipes'
-        ends: 3 and 4; a case server's control socket: 3) become its descriptors from 3. ``preload`` names standard-library
-        modules the zygote imports before it forks (once for every later sample, in warm mode). Its end is
-        signalled on :attr:`control`. Raises OSError when the zygote does not serve (it died, or its last
-        worker's end is not reported): the runner's failure, never the submission's, since its last worker was
-        killed."""
+        ends: 3 and 4; a case server's control socket: 3) become its descriptors from 3. ``preload`` names
+        standard-library modules the zygote imports before it forks (once for every later sample, in warm mode).
+        Its end is signalled on :attr:`control`. Raises OSError when the zygote does not serve (it died, or its
+        last worker's end is not reported): the runner's failure, never the submission's, since its last worker
+        was killed."""
         if self._last is not None:
             if self._last.wait(timeout=KILL_WAIT_S) is None:
                 raise OSError("the worker zygote did not report the end of the last worker")
