@@ -20,13 +20,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-from deepgym import DeepGym
+from deepgym import DeepGym, load_environment
 from deepgym.images import image_name
 
 ENV = "coin_change"
-ROOT = Path(__file__).resolve().parent.parent
 BUSY = "```python\ndef coin_change(coins, amount):\n    while True:\n        pass\n```\n"
 CHURN = "while :; do docker run --rm --label deepgym-warm-load=1 --entrypoint true {image} >/dev/null 2>&1; done"
 
@@ -39,7 +37,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=64, help="samples per round, half right (%(default)s)")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    right = f"```python\n{(ROOT / 'environments' / ENV / 'solutions' / 'reference.py').read_text()}\n```\n"
+    right = f"```python\n{load_environment(ENV).solutions()['reference'].read_text()}\n```\n"
     load = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(args.busy)]
     if not args.no_churn:
         load.append(subprocess.Popen(["sh", "-c", CHURN.format(image=image_name("base"))]))

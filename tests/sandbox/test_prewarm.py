@@ -42,9 +42,13 @@ def containers(run_id: str, timeout_s: float = 30.0) -> list[str]:
         time.sleep(0.2)
 
 
+def ready_count(provider) -> int:
+    return sum(len(ready) for ready in provider.prewarm._ready.values())
+
+
 def wait_ready(provider, count: int, timeout_s: float = 60.0) -> None:
     until = time.monotonic() + timeout_s
-    while sum(len(ready) for ready in provider.prewarm._ready.values()) < count:
+    while ready_count(provider) < count:
         assert time.monotonic() < until, "the pool was not refilled"
         time.sleep(0.05)
 
@@ -133,10 +137,6 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
     finally:
         provider.close()
     assert containers(provider.run_id) == []
-
-
-def ready_count(provider) -> int:
-    return sum(len(ready) for ready in provider.prewarm._ready.values())
 
 
 @pytest.mark.docker
