@@ -145,7 +145,8 @@ def run(request: Request, env_dir: str, confinement: Container | Local, scratch_
         return no_verdict("verifier_error", f"this runner cannot judge kind {request.kind!r}; known: {sorted(JUDGES)}")
     if request.scoring not in SCORINGS:
         return no_verdict("verifier_error", f"unknown scoring {request.scoring!r}; known: {list(SCORINGS)}")
-    processes = Processes(confinement, request.uid, request.applier, workers)
+    processes = Processes(confinement, request.uid, request.applier, workers,
+                          applier_runs=request.applier in request.uids)
     processes.kill_all()  # the uids are this sample's: nothing left of an earlier one may watch it
     workspace = Workspace.create(processes, request.scratch, scratch_root, applier=request.kind in DIFF_KINDS)
     if isinstance(workspace, str):

@@ -245,6 +245,16 @@ class Request(Record):
     def applier(self) -> int:
         return self.uid + 1 if self.applier_uid is None else self.applier_uid
 
+    @property
+    def uids(self) -> set[int]:
+        """The users this sample's processes may run as: the submission's, and the applier's for the judges
+        that run something as it (a diff's applier, a row's assert tests). The runner starts no process as any
+        other user, and warm mode's clean-up sweeps these alone: a sweep of a user that ran nothing is a fork
+        for nothing."""
+        applies = self.kind in DIFF_KINDS or (self.kind == "row" and isinstance(self.tests, dict)
+                                              and self.tests.get("format") == "assert")
+        return {self.uid, self.applier} if applies else {self.uid}
+
     def problem(self, runner_uid: int, scratch_root: str = SCRATCH_ROOT) -> str | None:
         """Why the runner must refuse this request's uids or scratch directory, or None. A refusal is the
         host's bug (no verdict); it is decided before anything runs."""

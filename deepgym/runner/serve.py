@@ -118,7 +118,7 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
             return 0
         try:
             request = Request.from_json(line)
-            nonce, uids = request.nonce, {request.uid, request.applier}
+            nonce, uids, swept = request.nonce, {request.uid, request.applier}, request.uids
         except Exception as exc:  # noqa: BLE001 - the host's bug; nothing ran, and the server stops
             out.write(serve_line({"event": "end", "nonce": None, "exit": 2, "retire": f"unreadable request: {exc}"}))
             out.flush()
@@ -133,7 +133,7 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
         before = _counters()
         assert workers is not None
         code = _judge_in_child(line, env_dir, scratch_root, workers)
-        problems = _after_sample(uids, scratch_root, workers, network, ipc_ids)
+        problems = _after_sample(swept, scratch_root, workers, network, ipc_ids)
         after = _counters()
         for name, old, new in zip(("OOM kill", "memory limit hit", "refused fork"), before, after):
             if old is not None and new is not None and new > old:

@@ -451,3 +451,52 @@ def test_a_case_ends_as_a_fresh_interpreter_would(row_gym):
         assert verdict.score == score and verdict.error_type == error_type, (name, verdict)
     broken = row_gym.run(task, fenced("input()\nprint('ok'\n"))
     assert "SyntaxError" in broken.cases[0].error, broken.cases[0]
+
+
+# The submission of an assert row that reports (as support.reported reads it) its container's host name, its uid
+# and every other process's uid and command line, when the tests first call it.
+LOOKING = '''
+import json, os, socket
+def double(x):
+    seen = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    seen[pid] = [os.stat(f"/proc/{pid}").st_uid, cmdline.read().decode(errors="replace")]
+            except OSError:
+                pass
+    report = {"host": socket.gethostname(), "uid": os.getuid(), "processes": seen}
+    raise RuntimeError("REPORT=" + json.dumps(report) + "=END")
+'''
+
+
+def test_what_an_assert_rows_tests_leave_is_swept_before_the_next_sample_in_warm_mode():
+    """An assert row's tests run as the applier's user, one of such a sample's users (protocol.Request.uids:
+    a stdin or call-based row never runs it), which the runner kills when the sample ends and warm mode's
+    clean-up sweeps again. Test setup code that leaves a process behind: the sample that planted it sees it
+    running as the tests' own user; the next sample in the same container finds nothing of it."""
+    from support import warm_gym
+
+    def reported(verdict) -> dict:  # an assert row's tests count the submission's exception as a wrong answer
+        assert verdict.error_type == "wrong_answer" and "REPORT=" in verdict.details, verdict
+        return json.loads(verdict.details.split("REPORT=", 1)[1].split("=END", 1)[0])
+
+    mark = "deepgym-left-by-the-tests"
+    setup = (f"import subprocess, sys\n"
+             f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)', '{mark}'],"
+             f" start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+             f"import time\n"
+             f"time.sleep(0.5)\n")
+    planting = row_task("mbpp", {"test_list": ["assert double(2) == 4"], "test_setup_code": setup})
+    plain = row_task("mbpp", {"test_list": ["assert double(2) == 4"]})
+    with warm_gym("row_python") as gym:
+        planted = reported(gym.run(planting, fenced(LOOKING), isolation="process"))
+        seen = reported(gym.run(plain, fenced(LOOKING), isolation="process"))
+        after = gym.run(plain, fenced("def double(x):\n    return 2 * x\n"), isolation="process")
+    assert planted["host"] == seen["host"], "the two samples ran in different containers: the test proves nothing"
+    left = [info for info in planted["processes"].values() if mark in info[1]]
+    assert left and all(uid not in (0, planted["uid"]) for uid, _ in left), planted["processes"]
+    planters = {planted["uid"], *(uid for uid, _ in left)}
+    assert not [info for info in seen["processes"].values() if mark in info[1] or info[0] in planters], seen
+    assert after.score == 1.0, after

@@ -90,6 +90,26 @@ def test_the_defaults_keep_existing_hosts_working():
     assert Request(nonce="n", kind="f", submission="", uid=30000, applier_uid=40000).applier == 40000
 
 
+@pytest.mark.parametrize("kind,tests,applies", [
+    ("function", None, False), ("program", None, False), ("patch", None, True), ("swe", None, True),
+    ("row", {"format": "stdin"}, False), ("row", {"format": "call"}, False), ("row", {"format": "assert"}, True),
+])
+def test_the_applier_is_a_samples_user_only_for_the_judges_that_run_it(kind, tests, applies):
+    """Warm mode sweeps a sample's users after it (deepgym/runner/serve.py); a user that runs nothing needs no
+    sweep, and the runner refuses to start a process as a user the request does not list."""
+    from deepgym.runner.confine.local import Local
+    from deepgym.runner.confine.processes import Processes
+
+    sample = Request(nonce="n", kind=kind, submission="", uid=20000, tests=tests)
+    assert sample.uids == ({20000, 20001} if applies else {20000})
+    processes = Processes(Local(), sample.uid, sample.applier, applier_runs=sample.applier in sample.uids)
+    assert processes.uids == sample.uids
+    if not applies:
+        with pytest.raises(ValueError, match="uid 20001 is not one of this sample's users"):
+            processes.spawn(["true"], uid=sample.applier)
+        assert processes.spawned == []
+
+
 def request(code: str, nonce: str, **fields: Any) -> Request:
     """A function request for the environment's entry point, with its limits unless ``limits`` are given."""
     env = load_environment(ENV)

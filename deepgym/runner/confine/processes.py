@@ -67,12 +67,14 @@ class Processes:
     zygote is runner side like the runner's :func:`procfs.ancestors`."""
 
     def __init__(self, confinement: Confinement, uid: int = DEFAULT_UID, applier_uid: int = DEFAULT_UID + 1,
-                 workers: WorkerConnection | None = None):
+                 workers: WorkerConnection | None = None, applier_runs: bool = True):
         self.confinement = confinement
         self.workers = workers if confinement.switches_uid else None
         self.uid = uid
         self.applier_uid = applier_uid
-        self.uids = {uid, applier_uid}
+        # The users a process may be spawned as (:meth:`spawn` refuses any other); ``applier_runs`` False when
+        # the sample never runs anything as the applier (see protocol.Request.uids).
+        self.uids = {uid, applier_uid} if applier_runs else {uid}
         self.homes: dict[int, str] = {}
         self.sessions: set[int] = set()  # the session of each process spawned (each leads its own)
         self._seen_cpu: dict[tuple[int, int], float] = {}
@@ -106,6 +108,8 @@ class Processes:
         import subprocess
 
         uid = self.uid if uid is None else uid
+        if uid not in self.uids:
+            raise ValueError(f"uid {uid} is not one of this sample's users {sorted(self.uids)}")
         extra = self.confinement.spawn_options(uid)
         env = {**CLEAN_ENV, **(env or {})}
         if uid in self.homes:
