@@ -80,9 +80,10 @@ def prewarm_size(prewarm: int | None, max_parallel: int) -> int:
 
 
 class ReadyPool(Generic[K, T]):
-    """``size`` ready things per key, each handed out once. ``launch(key)`` makes one (a SandboxError is
-    logged and leaves the next taker to start its own and meet the failure itself); ``usable(thing)`` says
-    whether a ready one may still be handed out (its checks of age included); ``discard(thing)`` removes one.
+    """``size`` ready things per key, each handed out once. ``launch(key)`` makes one (a failure, there or in
+    the admission slot, is logged and leaves the next taker to start its own and meet the failure itself);
+    ``usable(thing)`` says whether a ready one may still be handed out (its checks of age included);
+    ``discard(thing)`` removes one.
     ``max_kinds``: keep at most that many ``size``s ready across keys, dropping the keys taken longest ago.
     ``admission``: whose slot each launch holds (None: launches wait for nothing); its owner may set it later."""
 
@@ -179,6 +180,8 @@ class ReadyPool(Generic[K, T]):
             log.debug("starting a ready container failed: %s", exc)
         except AdmissionCancelled:  # closed while it waited for its slot
             pass
+        except Exception as exc:  # noqa: BLE001 - this worker's Future is never read: say it here
+            log.warning("starting a ready container failed: %r (the next sample starts its own)", exc)
         finally:
             evicted = []
             with self._lock:

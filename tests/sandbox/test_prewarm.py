@@ -1,7 +1,7 @@
 """Strict mode's prewarmed containers (deepgym.sandbox.ready) on the real engine: each is used for exactly one
 sample, a sample's deadline starts when it asks, a container that died while it waited is never used, and
-closing leaves nothing behind. The conformance and hostile suites run through the same path (docker's
-attached fast path prewarms by default)."""
+closing leaves nothing behind; a refill that fails unexpectedly is logged. The conformance and hostile suites
+run through the same path (docker's attached fast path prewarms by default)."""
 
 from __future__ import annotations
 
@@ -210,3 +210,29 @@ def test_a_bad_pool_size_is_refused_by_name(monkeypatch):
     monkeypatch.setenv(PREWARM_VARIABLE, "many")
     with pytest.raises(ConfigurationError, match="DEEPGYM_DOCKER_PREWARM='many' is not a whole number"):
         prewarm_size(None, 2)
+
+
+def test_a_refill_that_fails_unexpectedly_is_logged_and_leaves_the_taker_to_start_its_own(tmp_path, caplog):
+    """An admission folder the refill cannot lock (an OSError, not a SandboxError) ends the refill in a
+    worker whose result nobody reads: it is logged, nothing is made, and the pool's count is restored."""
+    from deepgym.admission import Admission
+    from deepgym.sandbox.ready import ReadyPool
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    launched, discarded = [], []
+    pool = ReadyPool(1, launched.append, lambda thing: True, discarded.append,
+                     admission=Admission("refill-error", 2, directory=blocker))
+    try:
+        with caplog.at_level("WARNING", logger="deepgym"):
+            assert pool.take("kind") is None
+            until = time.monotonic() + 30
+            while pool._making.get("kind"):
+                assert time.monotonic() < until, "the failed refill never finished"
+                time.sleep(0.01)
+        assert launched == [] and pool.waiting() == {}
+        assert any("starting a ready container failed" in record.getMessage() for record in caplog.records), \
+            caplog.text
+    finally:
+        pool.close()
+    assert discarded == []
