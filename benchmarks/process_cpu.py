@@ -3,6 +3,7 @@ the host, which the rows' own host-wide figure (/proc/stat) counts.
 
     python benchmarks/process_cpu.py                                  # engine, engine-runner, strict; 64 each
     python benchmarks/process_cpu.py --rows strict strict-cold --rounds 3 -n 96
+    python benchmarks/process_cpu.py --rows engine-bare engine-runner strict   # where strict's gap to its floor goes
 
 Per sample, in CPU milliseconds:
 
@@ -38,6 +39,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import rows  # noqa: E402
 import throughput  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -199,10 +201,10 @@ def measure(row: str, env: str, n: int, parallel: int, recorder: Recorder,
             raise SystemExit(f"{row}: {result['wrong_verdicts']} of {count} verdicts were wrong or missing")
         return result
 
-    throughput.timed = measured
+    throughput.timed = rows.timed = measured  # the engine rows live in rows.py, deepgym's in throughput.py
     try:
-        if row == "engine":
-            throughput.run_engine(env, n, parallel)
+        if row in ("engine", "engine-bare"):
+            throughput.run_engine(env, n, parallel, bare_verifier=row == "engine-bare")
         elif row == "engine-runner":
             throughput.run_engine_runner(env, n, parallel)
         elif row == "subprocess":
@@ -210,15 +212,15 @@ def measure(row: str, env: str, n: int, parallel: int, recorder: Recorder,
         else:
             throughput.run_deepgym(row, env, n, parallel)
     finally:
-        throughput.timed = timed
+        throughput.timed = rows.timed = timed
     return figures
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", nargs="+", default=["engine", "engine-runner", "strict"],
-                        choices=["engine", "engine-runner", "strict", "strict-cold", "docker-exec", "warm",
-                                 "subprocess"])
+                        choices=["engine", "engine-bare", "engine-runner", "strict", "strict-cold", "docker-exec",
+                                 "warm", "subprocess"])
     parser.add_argument("--env", default="coin_change")
     parser.add_argument("-n", type=int, default=64)
     parser.add_argument("--parallel", type=int, default=2)
