@@ -453,8 +453,8 @@ def test_a_case_ends_as_a_fresh_interpreter_would(row_gym):
     assert "SyntaxError" in broken.cases[0].error, broken.cases[0]
 
 
-# The submission of an assert row that reports (as support.reported reads it) its container's host name, its uid
-# and every other process's uid and command line, when the tests first call it.
+# The submission of an assert row that reports its container's host name, its uid and every other process's uid
+# and command line, when the tests first call it: the exception's message, which the verdict's details carry.
 LOOKING = '''
 import json, os, socket
 def double(x):
