@@ -30,6 +30,7 @@ from .pushed import pinned_refs
 from .rows import RowTask
 from .sample import Sample, batch_tasks, prepare
 from .sandbox import MODES, SandboxError, make_provider
+from .sandbox.direct import host_admission
 from .session import DesktopSession, Session, TerminalSession
 from .session.desktop import Desktop
 from .session.episode import Context
@@ -91,10 +92,7 @@ class DeepGym(AsyncFaces):
         pinned = pinned_refs(image_manifest)
         super().__init__()
         self.provider = make_provider(mode, **options)
-        key = self.provider.admission_key
-        self.admission = Admission(key, max_sandboxes) if key is not None else None
-        if self.admission is not None:
-            self.provider.admit_ahead(self.admission)
+        self.admission = host_admission(self.provider, max_sandboxes)
         self.images = Images(allow_stale_image=allow_stale_image, pinned=pinned)
         self.monitor = NoVerdictMonitor()
         policy = canaries if isinstance(canaries, CanaryPolicy) else (

@@ -8,9 +8,12 @@ docker-py or a provider's SDK.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Provider
+
+if TYPE_CHECKING:
+    from ..admission import Admission
 
 DIRECT_MODES = ("auto", "docker", "local", "daytona", "e2b", "modal", "apple")
 
@@ -46,3 +49,17 @@ def make_direct(mode: str, **options: Any) -> Provider:
 
         return AppleProvider(**options)
     raise ValueError(f"unknown mode {mode!r}; known modes: {', '.join(DIRECT_MODES)}")
+
+
+def host_admission(provider: Provider, bound: int | None = None) -> Admission | None:
+    """The admission of the host ``provider``'s sandboxes run on (:attr:`~.base.Provider.admission_key`; None when
+    they take no slot of it), bounding at ``bound`` samples (None: the key's variable, else the CPU count), with
+    the provider's work ahead of need (:meth:`~.base.Provider.admit_ahead`) taken under it too. A client and a Ray
+    node each make theirs here."""
+    if provider.admission_key is None:
+        return None
+    from ..admission import Admission
+
+    admission = Admission(provider.admission_key, bound)
+    provider.admit_ahead(admission)
+    return admission

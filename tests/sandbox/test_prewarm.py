@@ -43,7 +43,7 @@ def containers(run_id: str, timeout_s: float = 30.0) -> list[str]:
 
 
 def ready_count(provider) -> int:
-    return sum(len(ready) for ready in provider.prewarm._ready.values())
+    return sum(map(len, provider.prewarm.waiting().values()))
 
 
 def wait_ready(provider, count: int, timeout_s: float = 60.0) -> None:

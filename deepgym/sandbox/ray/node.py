@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from ...admission import Admission
 from ..base import ExecOptions, ExecResult, Image, ImageMissing, Provider, SandboxError, SandboxSpec, StartFailure
-from ..direct import make_direct
+from ..direct import host_admission, make_direct
 
 NODE_MODE_VARIABLE = "DEEPGYM_RAY_NODE_MODE"
 """The provider a node judges with (set where ``ray start`` runs): ``docker`` (the default) or ``apple``, the
@@ -79,9 +79,7 @@ def local_provider() -> tuple[Provider, Admission | None]:
                 provider.close()
                 raise StartFailure(f"{NODE_MODE_VARIABLE}={mode!r} cannot judge for Ray: its sandboxes do not start "
                                    f"from the image reference the caller resolved; use docker or apple")
-            _admission = Admission(provider.admission_key) if provider.admission_key is not None else None
-            if _admission is not None:
-                provider.admit_ahead(_admission)
+            _admission = host_admission(provider)
             _provider = provider
             atexit.register(provider.close)  # a worker that exits cleanly takes its ready containers along
         return _provider, _admission
