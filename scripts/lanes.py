@@ -3,11 +3,17 @@
     python scripts/lanes.py                 # every lane, in order
     python scripts/lanes.py docker desktop  # the lanes named
 
-A lane is a marker expression (pyproject.toml's markers). Each runs even when an earlier one failed, so one
-broken lane does not hide the state of the others; every test has pyproject.toml's per-test timeout, so a hang
-fails that test with a stack instead of stalling the run. At the end: each lane's counts and time, the 20
-slowest tests of the whole run, every failed test with the first line of its failure (so that a log's tail
-names them), and one closing line of counts. The exit status is 0 only when every lane passed.
+A lane is a marker expression (pyproject.toml's markers). The docker lane runs in two processes (pytest-xdist, a
+test file per process at a time, so that a file's fixtures are made once): most of its time is waiting on containers
+and deadlines, which two processes overlap. A docker test shares the engine with other clients: it finds its
+containers by its own run id or owner, names its test images its own way, and counts admission slots in a folder of
+its own. A test that needs the engine and the CPUs to itself (it stops the engine, removes a shared image, loads
+every CPU, or leaves orphans that any other client's start would reap) is marked ``exclusive`` and runs alone, in
+the last lane. Each lane runs even when an earlier one failed, so one broken lane does not hide the state of the
+others; every test has pyproject.toml's per-test timeout, so a hang fails that test with a stack instead of stalling
+the run. At the end: each lane's counts and time, the 20 slowest tests of the whole run, every failed test with the
+first line of its failure (so that a log's tail names them), and one closing line of counts. The exit status is 0
+only when every lane passed.
 """
 
 from __future__ import annotations
@@ -20,12 +26,15 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 LANES = {
-    "unit": "not docker and not verl and not trl and not desktop and not ray",
-    "docker": "docker and not verl and not trl and not desktop and not ray",
-    "integrations": "(verl or trl) and not desktop and not ray",
-    "desktop": "desktop",
-    "ray": "ray",
+    "unit": "not docker and not verl and not trl and not desktop and not ray and not exclusive",
+    "docker": "docker and not verl and not trl and not desktop and not ray and not exclusive",
+    "integrations": "(verl or trl) and not desktop and not ray and not exclusive",
+    "desktop": "desktop and not ray and not exclusive",
+    "ray": "ray and not exclusive",
+    "exclusive": "exclusive",
 }
+# pytest arguments of a lane beyond its markers.
+PARALLEL = {"docker": ["--numprocesses=2", "--dist=loadfile"]}
 SLOWEST = 20
 
 
@@ -65,8 +74,8 @@ def main(names: list[str]) -> int:
             report = Path(folder) / f"{name}.xml"
             print(f"\n===== lane {name}: -m '{LANES[name]}' =====", flush=True)
             started = time.monotonic()
-            code = subprocess.call([sys.executable, "-m", "pytest", "-m", LANES[name], f"--junitxml={report}",
-                                    "--durations=10"])
+            code = subprocess.call([sys.executable, "-m", "pytest", "-m", LANES[name], *PARALLEL.get(name, []),
+                                    f"--junitxml={report}", "--durations=10"])
             totals, times, failures = counts(report)
             every_time += times
             every_failure += failures

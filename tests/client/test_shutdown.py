@@ -192,6 +192,8 @@ HOLDER = textwrap.dedent("""
 
 
 @pytest.mark.docker
+# Exclusive: any other client's start would reap the orphans before the test sees them outlive their owner.
+@pytest.mark.exclusive
 def test_the_next_start_reaps_a_sigkilled_processs_prewarmed_containers_never_a_live_ones():
     ensure_images("coin_change")
     victim, bystander = (subprocess.Popen([sys.executable, "-c", HOLDER, RIGHT], stdout=subprocess.PIPE,

@@ -1,7 +1,8 @@
 """Fixtures for fault injection: test-only environments, the engine itself, and load on the host.
 
 These tests stop the Docker daemon, remove images, kill containers and saturate the CPUs for real, so they
-run last in a session (see ``pytest_collection_modifyitems``) and always put things back.
+run last in a session (see ``pytest_collection_modifyitems``) and always put things back. Those that stop the
+engine, remove a shared image or load every CPU are marked ``exclusive``: they run alone (scripts/lanes.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ import pytest
 
 from .conftest import HEAVY_REFERENCE, fenced
 
-pytestmark = pytest.mark.docker
+# They load every CPU of the host on purpose: alone (lanes.py), so that no other test runs under that load.
+pytestmark = [pytest.mark.docker, pytest.mark.exclusive]
 CPUS = os.cpu_count() or 1
 BUSY = "def f(n):\n    while True:\n        pass"
 SLEEP = "import time\ndef f(n):\n    time.sleep(10**6)"

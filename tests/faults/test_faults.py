@@ -28,6 +28,7 @@ SLOW_RIGHT = REFERENCE + "\nimport time\n_fast = coin_change\ndef coin_change(co
 SLOW_WRONG = "import time\ndef coin_change(coins, amount):\n    time.sleep(2)\n    return -1\n"
 
 
+@pytest.mark.exclusive  # the engine stops for everyone
 def test_engine_stopped_mid_batch_then_back(engine):
     ensure_images("coin_change")
     samples = [(SLOW_RIGHT, 1.0) if i % 2 == 0 else (SLOW_WRONG, 0.0) for i in range(8)]
@@ -50,6 +51,7 @@ def test_engine_stopped_mid_batch_then_back(engine):
         assert [o.score for o in batch] == [1.0, 0.0] and batch.no_verdict == 0
 
 
+@pytest.mark.exclusive  # coin_change's image is gone for everyone until it is rebuilt
 def test_image_removed_mid_run_then_rebuilt():
     ensure_images("coin_change")
     with DeepGym(mode="docker") as gym:

@@ -172,6 +172,7 @@ def test_slow_a_runner_hanging_on_its_own_is_never_charged_to_the_submission(tes
 
 
 @pytest.mark.docker
+@pytest.mark.exclusive  # it loads every CPU
 def test_a_memory_bomb_is_out_of_memory_whatever_the_load(host_load):
     # Parallel bombs fault their pages in at three times the CPU cost each; some used to trip the CPU limit.
     # A client of its own: the suite's shared one may hold the id of a coin_change image that an earlier fault

@@ -30,3 +30,22 @@ def test_a_lanes_report_gives_its_counts_times_and_named_failures(tmp_path):
     assert failures == ["tests.a::test_bad (failure): AssertionError: 1 != 2",
                         "tests.b::test_setup (error): fixture 'x' failed"]
     assert lanes.counts(tmp_path / "missing.xml") == ({"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0}, [], [])
+
+
+def test_every_combination_of_markers_falls_in_exactly_one_lane():
+    """The lanes partition the suite: a test runs once, whatever markers it carries."""
+    import itertools
+    import tomllib
+
+    from _pytest.mark.expression import Expression
+
+    spec = importlib.util.spec_from_file_location("lanes", SCRIPT)
+    lanes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lanes)
+    declared = tomllib.loads((SCRIPT.parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    markers = [line.split(":")[0] for line in declared["markers"]]
+    assert "exclusive" in markers and set(lanes.PARALLEL) <= set(lanes.LANES)
+    expressions = {name: Expression.compile(expression) for name, expression in lanes.LANES.items()}
+    for chosen in itertools.chain.from_iterable(itertools.combinations(markers, n) for n in range(len(markers) + 1)):
+        matched = [name for name, expression in expressions.items() if expression.evaluate(lambda m: m in chosen)]
+        assert len(matched) == 1, (chosen, matched)

@@ -65,6 +65,8 @@ def test_start_up_reaps_orphans_and_spares_the_living():
         subprocess.run(["docker", "rm", "-f", orphan_running, orphan_created, mine], capture_output=True)
 
 
+# Exclusive: any other client's start would reap the orphan before the test sees it outlive its owner.
+@pytest.mark.exclusive
 def test_a_process_killed_mid_sample_leaves_nothing_after_the_next_start():
     ensure_images("coin_change")
     script = ("import sys\nfrom deepgym import DeepGym\n"
