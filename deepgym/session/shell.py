@@ -205,10 +205,9 @@ class ShellActions:
         """The verifier's limit, every probe's, and slack. The probes run the agent's code, so each may take its
         whole limit; the deadline never cuts them short."""
         env = episode.env
-        config = json.loads((env.tests_dir / "session.json").read_text())
-        probes = config.get("probes", {}).get(str(episode.variant), [])
+        probes = session_config(env).get("probes", {}).get(str(episode.variant), [])
         services = sum(service.check_timeout_s for service in env.services) + (SERVICE_STOP_S if env.services else 0.0)
-        services += float(config.get("script", {}).get("health_s", 0.0))  # an imported image's entrypoint
+        services += float(script_config(env).get("health_s", 0.0))  # an imported image's entrypoint
         staged = 2 * STAGE_S if verifier_network(env) else 0.0  # verify_online's two more calls
         return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
                 + services + HOST_GRACE_S + staged)
@@ -256,12 +255,18 @@ def started_action(result: ExecResult) -> ExecResult:
     return result
 
 
+def session_config(env: Environment) -> dict[str, Any]:
+    """The environment's tests/session.json, as the in-sandbox session runner reads it too: its probes per
+    variant, or its script verifier (``script``)."""
+    return json.loads((env.tests_dir / "session.json").read_text())
+
+
 def script_config(env: Environment) -> dict[str, Any]:
     """session.json's ``script`` mapping, which only an environment with a script verifier (an imported Harbor
     task) has: the verifier's network and the agent's environment variables; empty for every other one."""
     if env.session is None or env.session.verifier != "script":
         return {}
-    return json.loads((env.tests_dir / "session.json").read_text()).get("script", {})
+    return session_config(env).get("script", {})
 
 
 def verifier_network(env: Environment) -> bool:
