@@ -115,10 +115,16 @@ class ContainerBacked:
             return False
 
     def remove_container(self, container: str) -> None:
+        """Remove ``container``, which may be gone or going already: Modal's stand-in makes containers that remove
+        themselves once their main process exits (auto_remove, as a Modal sandbox ends with its main process), and
+        the engine refuses a removal already in progress (409)."""
         try:
             self.docker.api.remove_container(container, force=True)
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409 or "already in progress" not in str(exc.explanation):
+                raise
 
     def live_containers(self) -> int:
         return len(self.docker.containers.list(filters={"label": f"{self.label}={self.id}"}))
