@@ -205,9 +205,10 @@ class ShellActions:
         """The verifier's limit, every probe's, and slack. The probes run the agent's code, so each may take its
         whole limit; the deadline never cuts them short."""
         env = episode.env
-        probes = session_config(env).get("probes", {}).get(str(episode.variant), [])
+        config = session_config(env)  # one read for the probes and the script's health (only a script has one)
+        probes = config.get("probes", {}).get(str(episode.variant), [])
         services = sum(service.check_timeout_s for service in env.services) + (SERVICE_STOP_S if env.services else 0.0)
-        services += float(script_config(env).get("health_s", 0.0))  # an imported image's entrypoint
+        services += float(config.get("script", {}).get("health_s", 0.0))  # an imported image's entrypoint
         staged = 2 * STAGE_S if verifier_network(env) else 0.0  # verify_online's two more calls
         return (env.session.verify_timeout_s + sum(float(p.get("timeout_s", PROBE_TIMEOUT_S)) for p in probes)
                 + services + HOST_GRACE_S + staged)

@@ -18,10 +18,16 @@ REPORT = """<?xml version="1.0" encoding="utf-8"?>
 """
 
 
-def test_a_lanes_report_gives_its_counts_times_and_named_failures(tmp_path):
+def load_lanes():
+    """scripts/lanes.py as a module (scripts/ is no package)."""
     spec = importlib.util.spec_from_file_location("lanes", SCRIPT)
     lanes = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lanes)
+    return lanes
+
+
+def test_a_lanes_report_gives_its_counts_times_and_named_failures(tmp_path):
+    lanes = load_lanes()
     report = tmp_path / "lane.xml"
     report.write_text(REPORT)
     totals, times, failures = lanes.counts(report)
@@ -39,9 +45,7 @@ def test_every_combination_of_markers_falls_in_exactly_one_lane():
 
     from _pytest.mark.expression import Expression
 
-    spec = importlib.util.spec_from_file_location("lanes", SCRIPT)
-    lanes = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lanes)
+    lanes = load_lanes()
     declared = tomllib.loads((SCRIPT.parents[1] / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     markers = [line.split(":")[0] for line in declared["markers"]]
     assert "exclusive" in markers and set(lanes.PARALLEL) <= set(lanes.LANES)

@@ -167,7 +167,7 @@ def test_containers_are_removed_and_labelled(monkeypatch, tmp_path):
         run_id = gym.provider.run_id
         until = time.monotonic() + 30
         while True:  # the used container goes in the background; what is left is the pool, ready for the next
-            ready = {box.container[:12] for boxes in gym.provider.prewarm._ready.values() for box in boxes}
+            ready = {box.container[:12] for boxes in gym.provider.prewarm.waiting().values() for box in boxes}
             left = set(of_this_run(run_id))
             if (left == ready and ready) or time.monotonic() > until:
                 break
