@@ -54,6 +54,35 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+WORKER_PORTS = 100
+_worker_ranges: set[int] = set()
+"""The first port of each worker range this test run gave a node, so that no two nodes share one."""
+
+
+def worker_ports() -> int:
+    """The first of ``WORKER_PORTS`` free ports for a node's workers, below the machine's ephemeral range.
+
+    ``free_port`` takes its ports from the ephemeral range, so a worker range inside it could hold a port already
+    given to a component: Ray then refuses to start the node (it happened: the object manager's port fell among
+    the workers')."""
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        low = random.randrange(10000, ephemeral_low - WORKER_PORTS, WORKER_PORTS)
+        if low not in _worker_ranges and all(bindable(port) for port in range(low, low + WORKER_PORTS)):
+            _worker_ranges.add(low)
+            return low
+    raise AssertionError(f"no {WORKER_PORTS} free ports in a row between 10000 and {ephemeral_low}")
+
+
 @dataclass
 class Node:
     name: str
@@ -141,11 +170,11 @@ def _descends(pid: int, ancestor: int) -> bool:
 def start(node: str, docker_host: str, temp: Path, extra: list[str], auth: dict[str, str]) -> Node:
     """``ray start --block`` of node ``node`` judging on ``docker_host``, in a session of its own."""
     resources = json.dumps({"deepgym_sandbox": UNITS, f"deepgym_{node}": UNITS})
-    low = random.randrange(30000, 60000, 100)
+    low = worker_ports()
     manager = free_port()
     argv = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address=127.0.0.1",
             f"--resources={resources}", "--num-cpus=1", "--disable-usage-stats", f"--temp-dir={temp}",
-            f"--min-worker-port={low}", f"--max-worker-port={low + 99}", f"--node-manager-port={manager}",
+            f"--min-worker-port={low}", f"--max-worker-port={low + WORKER_PORTS - 1}", f"--node-manager-port={manager}",
             *[f"{option}={free_port()}" for option in PORT_OPTIONS], *extra]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     environment.update(DOCKER_HOST=docker_host, PYTHONPATH=str(ROOT), RAY_USAGE_STATS_ENABLED="0",
