@@ -19,7 +19,8 @@ import time
 import pytest
 
 from deepgym import DeepGym
-from support import fenced, probing, reported, solution, warm_gym
+from deepgym.images import image_name
+from support import ensure_images, fenced, probing, reported, solution, warm_gym
 
 pytestmark = pytest.mark.docker
 
@@ -183,10 +184,10 @@ def test_a_zygote_that_never_forks_the_worker_is_the_runners_failure_never_a_tim
         assert strict.run(ENV, fenced(solution(ENV, "reference"))).score == 1.0
         pool = strict.provider.prewarm
         deadline = time.monotonic() + 60
-        while not any(pool._ready.values()):
+        while not any(pool.waiting().values()):
             assert time.monotonic() < deadline, "no container was prewarmed"
             time.sleep(0.05)
-        container = next(box.container for ready in pool._ready.values() for box in ready)
+        container = next(box.container for ready in pool.waiting().values() for box in ready)
         zygote = None
         while zygote is None:  # the runner forks its zygote once started; the container may still be starting
             assert time.monotonic() < deadline, "the prewarmed runner never forked its worker zygote"
@@ -199,3 +200,38 @@ def test_a_zygote_that_never_forks_the_worker_is_the_runners_failure_never_a_tim
         outcome = strict.judge(ENV, fenced(solution(ENV, "reference")))
     assert not outcome.has_verdict and outcome.error_type == "verifier_timeout", outcome.to_dict()
     assert "before any process of the submission had started" in outcome.reason, outcome.reason
+
+
+# A forked case server that cannot start: it is told to run in a folder that does not exist, so the zygote's
+# child fails before its "ready" (nothing of a submission's has run) and prints its traceback as it exits.
+START_FAILURE = '''
+from pathlib import Path
+from deepgym_runner.confine.container import Container
+from deepgym_runner.confine.forked import Workers
+from deepgym_runner.confine.processes import Processes
+from deepgym_runner.confine.usage import Budget
+from deepgym_runner.kinds.case_server import CaseServer, ZygoteFailed
+from deepgym_runner.protocol import Limits
+processes = Processes(Container(), workers=Workers().connect())
+server = CaseServer(processes, Limits(), Path("/no-such-folder/main.py"), ())
+try:
+    server.run(Budget(Limits()), b"", lambda output: None, {})
+except ZygoteFailed as exc:
+    print(exc)
+'''
+
+
+def test_a_forked_case_server_that_fails_to_start_says_why():
+    # Its error (a verifier_error's reason) carries what the server wrote before it died, as a spawned one's
+    # does: the forked one's end is not known to poll(), and its stderr used to be dropped.
+    ensure_images(ENV)
+    name = f"deepgym-zygote-{os.urandom(4).hex()}"
+    try:
+        result = subprocess.run(["docker", "run", "--rm", "-i", "--name", name, "--network", "none",
+                                 "--entrypoint", "python3", image_name(ENV), "-I", "-B", "-"],
+                                input=START_FAILURE, capture_output=True, text=True, timeout=120)
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("the case server did not start"), result
+    assert "FileNotFoundError" in result.stdout and "/no-such-folder" in result.stdout, result.stdout

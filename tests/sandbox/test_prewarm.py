@@ -115,7 +115,7 @@ def test_a_prewarmed_container_that_died_while_it_waited_is_never_used(spec):
     with contextlib.closing(DockerProvider(prewarm=1)) as provider:
         provider.run(spec, ECHO, ExecOptions(stdin=b"warm-up", timeout_s=30))
         wait_ready(provider, 1)
-        (ready,) = [box for boxes in provider.prewarm._ready.values() for box in boxes]
+        (ready,) = [box for boxes in provider.prewarm.waiting().values() for box in boxes]
         subprocess.run(["docker", "kill", ready.container], capture_output=True, check=True)
         wait_stopped(ready.container)
         result = provider.run(spec, ECHO, ExecOptions(stdin=b"fresh", timeout_s=30))
@@ -132,8 +132,9 @@ def test_a_client_of_many_environments_keeps_only_the_last_few_ready(spec):
         for cwd in ("/", "/tmp", "/usr", "/etc"):  # four kinds: the same command in four working directories
             provider.run(spec, ECHO, ExecOptions(stdin=b"k", cwd=cwd, timeout_s=30))
             wait_made(provider)  # its refill lands (evicting the oldest kind) before the next kind is used
-        kinds = [kind.options.cwd for kind, boxes in provider.prewarm._ready.items() if boxes]
-        assert kinds == ["/usr", "/etc"] and sum(len(b) for b in provider.prewarm._ready.values()) == 2, kinds
+        waiting = provider.prewarm.waiting()
+        kinds = [kind.options.cwd for kind, boxes in waiting.items() if boxes]
+        assert kinds == ["/usr", "/etc"] and sum(len(boxes) for boxes in waiting.values()) == 2, kinds
     finally:
         provider.close()
     assert containers(provider.run_id) == []

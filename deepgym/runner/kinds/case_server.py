@@ -23,7 +23,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 from .. import wire
 from ..confine import fdpass
@@ -84,12 +84,9 @@ class CaseServer:
         except ValueError:
             hello = None
         if not (isinstance(hello, dict) and hello.get("ready") is True and type(hello.get("pid")) is int):
-            stderr = b""
-            if self._zygote.poll() is not None and self._zygote.stderr is not None:
-                stderr = self._zygote.stderr.read(4096)
+            stderr = written_so_far(self._zygote.stderr)
             self.close()
-            raise ZygoteFailed(f"the case server did not start ({ready[:200]!r}): "
-                               f"{stderr.decode('utf-8', 'replace')[-2000:]}")
+            raise ZygoteFailed(f"the case server did not start ({ready[:200]!r}): {stderr}")
         self._pid = hello["pid"]
 
     def run(self, budget: Budget, data: bytes, compare: Callable[[bytes], Fault | None],
@@ -133,6 +130,20 @@ class CaseServer:
             self._zygote.close()
         self._zygote = self._pid = None
         self.processes.kill_all()
+
+
+def written_so_far(stream: IO[bytes] | None) -> str:
+    """The end of what a case server that failed to start wrote on ``stream``, read without waiting for its end
+    (a forked server's end is not known to ``poll``): one that died wrote its traceback before its control
+    socket closed, and one that hangs has nothing more to say before it is killed."""
+    if stream is None:
+        return ""
+    os.set_blocking(stream.fileno(), False)
+    try:
+        written = os.read(stream.fileno(), 65536)
+    except OSError:
+        written = b""
+    return written.decode("utf-8", "replace")[-2000:]
 
 
 def read_only_input(data: bytes) -> int:
