@@ -117,6 +117,18 @@ def ensure_images(*names: str) -> None:
         _built.update(todo)
 
 
+def run_in_image(image: str, argv: list[str], *docker_args: str, stdin: bytes = b"",
+                 timeout_s: float = 180) -> subprocess.CompletedProcess[bytes]:
+    """``argv`` in a fresh container of ``image`` (its entrypoint, with ``docker_args``), fed ``stdin``; the
+    container is removed even when the run times out."""
+    name = f"deepgym-test-{os.urandom(4).hex()}"
+    try:
+        return subprocess.run(["docker", "run", "--rm", "-i", "--name", name, *docker_args, "--entrypoint", argv[0],
+                               image, *argv[1:]], input=stdin, capture_output=True, timeout=timeout_s)
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+
+
 def copy_images(host: str, *images: str) -> None:
     """Copy ``images`` from the first engine to the engine at ``host`` (docker save | docker load)."""
     saved = subprocess.Popen(["docker", "save", *images], stdout=subprocess.PIPE)

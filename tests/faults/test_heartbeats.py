@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from support import ROOT, ensure_images, fenced, solution
+from support import ROOT, ensure_images, fenced, run_in_image, solution
 from deepgym import DeepGym, load_environment
 from deepgym.images import build, image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, HEARTBEAT_FIELDS, OPTIONAL_FACTS, Limits, Request, parse_events
@@ -76,9 +76,11 @@ def test_only_the_containers_own_cgroup_is_trusted(proc_cgroup, mountinfo, folde
     assert own_cgroup_mount(proc_cgroup, mountinfo, folder) is own
 
 
-def run_in_image(image: str, *docker_args: str, code: str) -> str:
-    return subprocess.run(["docker", "run", "--rm", *docker_args, "--entrypoint", "python3", image, "-c", code],
-                          capture_output=True, text=True, check=True, timeout=120).stdout
+def python_in_image(image: str, *docker_args: str, code: str) -> str:
+    """What ``code`` prints, run by the image's python3 (it must succeed)."""
+    result = run_in_image(image, ["python3", "-c", code], *docker_args, timeout_s=120)
+    result.check_returncode()
+    return result.stdout.decode()
 
 
 @pytest.mark.docker
@@ -88,7 +90,7 @@ def run_in_image(image: str, *docker_args: str, code: str) -> str:
 def test_the_runner_reads_no_cgroup_but_its_containers_own(docker_args, trusted):
     ensure_images("coin_change")
     code = "from deepgym_runner.confine import procfs as s; print(s.cgroup_cpu_s(), s.cgroup_memory_limit_hits())"
-    cpu, hits = run_in_image(image_name("coin_change"), *docker_args, code=code).split()
+    cpu, hits = python_in_image(image_name("coin_change"), *docker_args, code=code).split()
     # The host's hierarchy holds the host's CPU seconds (hundreds): never read, never charged to a submission.
     assert (cpu != "None", hits != "None") == (trusted, trusted)
 
@@ -243,5 +245,5 @@ def test_a_process_growing_into_its_memory_limit_is_told_from_one_that_computes(
             os.kill(pid, 9)
             os.waitpid(pid, 0)
     """
-    answers = run_in_image(image_name("coin_change"), "--memory", "1g", code=code).split()
+    answers = python_in_image(image_name("coin_change"), "--memory", "1g", code=code).split()
     assert answers == ["True", "False", "False"]

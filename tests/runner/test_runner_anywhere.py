@@ -8,14 +8,12 @@ feeds it; a shell stands in for the provider's daemon where the test needs proce
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 from typing import Any
 
 import pytest
 
-from support import ensure_images, solution
+from support import ensure_images, run_in_image, solution
 from deepgym import load_environment
 from deepgym.images import image_name
 from deepgym.runner.protocol import DONE, HEARTBEAT, IN_PLAY, REPORT, Request, parse_events
@@ -121,15 +119,8 @@ def sandbox(docker_args: tuple[str, ...], argv: list[str], *, stdin: bytes = b""
             env: dict[str, str] | None = None) -> bytes:
     """Run ``argv`` in a fresh container of the environment's image; its stdout."""
     ensure_images(ENV)
-    name = f"deepgym-anywhere-{os.urandom(4).hex()}"
     variables = [arg for key, value in (env or {}).items() for arg in ("-e", f"{key}={value}")]
-    try:
-        result = subprocess.run(["docker", "run", "--rm", "-i", "--name", name, *SANDBOX, *docker_args, *variables,
-                                 "--entrypoint", argv[0], image_name(ENV), *argv[1:]],
-                                input=stdin, capture_output=True, timeout=180)
-    finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
-    return result.stdout
+    return run_in_image(image_name(ENV), argv, *SANDBOX, *docker_args, *variables, stdin=stdin).stdout
 
 
 def events(stdout: bytes, nonce: str) -> dict[str, list[dict]]:

@@ -20,7 +20,7 @@ import pytest
 
 from deepgym import DeepGym
 from deepgym.images import image_name
-from support import ensure_images, fenced, probing, reported, solution, warm_gym
+from support import ensure_images, fenced, probing, reported, run_in_image, solution, warm_gym
 
 pytestmark = pytest.mark.docker
 
@@ -225,13 +225,9 @@ def test_a_forked_case_server_that_fails_to_start_says_why():
     # Its error (a verifier_error's reason) carries what the server wrote before it died, as a spawned one's
     # does: the forked one's end is not known to poll(), and its stderr used to be dropped.
     ensure_images(ENV)
-    name = f"deepgym-zygote-{os.urandom(4).hex()}"
-    try:
-        result = subprocess.run(["docker", "run", "--rm", "-i", "--name", name, "--network", "none",
-                                 "--entrypoint", "python3", image_name(ENV), "-I", "-B", "-"],
-                                input=START_FAILURE, capture_output=True, text=True, timeout=120)
-    finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    result = run_in_image(image_name(ENV), ["python3", "-I", "-B", "-"], "--network", "none",
+                          stdin=START_FAILURE.encode(), timeout_s=120)
+    said = result.stdout.decode()
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("the case server did not start"), result
-    assert "FileNotFoundError" in result.stdout and "/no-such-folder" in result.stdout, result.stdout
+    assert said.startswith("the case server did not start"), result
+    assert "FileNotFoundError" in said and "/no-such-folder" in said, said
