@@ -3,6 +3,9 @@ or ``python3 -m deepgym_runner serve`` for warm mode's long-lived server (:mod:`
 :mod:`oneshot`, whose confinement is the container's (:mod:`confine.container`) or, ``--unconfined``, the host's
 local mode (:mod:`confine.local`).
 
+The host starts it as ``python3 -I -B -c "from deepgym_runner.__main__ import leave, main; leave(main())"``
+(:data:`deepgym.sandbox.base.IMAGE_RUNNER`), the same without runpy's imports.
+
 Reads one request (stdin by default), writes protocol events to stdout, exits 0 whenever it wrote a report
 and the final ``done`` event (whatever the verdict) and 2 when the request itself (or an argument) was unreadable.
 

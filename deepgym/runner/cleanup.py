@@ -28,7 +28,7 @@ import signal
 import stat
 import time
 
-from .confine.privileges import file_rights, kill_uid
+from .confine.privileges import FileRights, kill_uid
 from .confine.procfs import process_uid
 
 # Everything a submission's uid can write in a container of ours besides the scratch root (/tmp):
@@ -179,7 +179,7 @@ def empty(folder: str) -> list[str]:
         return [folder]
     left: list[str] = []
     owner = os.fstat(fd).st_uid
-    with file_rights(owner):
+    with FileRights(owner):
         frames = [_Frame(folder, owner, os.listdir(fd))]
     try:
         while True:
@@ -194,17 +194,17 @@ def empty(folder: str) -> list[str]:
                     continue
                 os.close(fd)
                 fd, owner = inner
-                with file_rights(owner):
+                with FileRights(owner):
                     frames.append(_Frame(name, owner, os.listdir(fd)))
                 continue
             frames.pop()
             if not frames:
                 return left
-            with file_rights(frame.owner):  # looking up ".." needs search rights on the folder left
+            with FileRights(frame.owner):  # looking up ".." needs search rights on the folder left
                 parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = parent
-            with file_rights(frames[-1].owner):
+            with FileRights(frames[-1].owner):
                 try:
                     os.rmdir(frame.name, dir_fd=fd)
                 except OSError:
@@ -225,7 +225,7 @@ class _Frame:
 def _remove_entry(fd: int, name: str, owner: int) -> bool:
     """Remove ``name`` from the folder ``fd`` with its ``owner``'s rights: a file, a link or an empty folder
     goes at once. True when it is a folder that must be emptied first."""
-    with file_rights(owner):
+    with FileRights(owner):
         try:
             entry = os.stat(name, dir_fd=fd, follow_symlinks=False)
             if not stat.S_ISDIR(entry.st_mode):
@@ -244,13 +244,13 @@ def _enter(parent: int, name: str, parent_owner: int) -> tuple[int, int] | None:
     writable again; None when it cannot be opened. Looking ``name`` up needs the rights of ``parent``'s owner;
     opening the folder for reading, its own owner's."""
     try:
-        with file_rights(parent_owner):
+        with FileRights(parent_owner):
             path = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
     except OSError:
         return None
     try:
         owner = os.fstat(path).st_uid
-        with file_rights(owner):
+        with FileRights(owner):
             os.chmod(f"/proc/self/fd/{path}", 0o700)
             return os.open(".", os.O_RDONLY | os.O_DIRECTORY, dir_fd=path), owner
     except OSError:

@@ -13,10 +13,9 @@ cases passed and runs them all. Partial credit is denser but rewards hard-coding
 
 from __future__ import annotations
 
-import importlib
+import _thread  # threading's C module: threading.py imports functools and collections, milliseconds per runner
 import os
 import sys
-import threading
 import time
 
 from .confine.container import Container
@@ -37,8 +36,14 @@ if TYPE_CHECKING:
 # Each kind's module, whose ``judge(request, env_dir, processes, workspace, on_in_play, fail_fast)`` returns (case
 # results, number of cases, submission CPU seconds). Imported for the kind at hand only: a function task's
 # runner never pays for the program, patch and row judges' imports.
-JUDGES = {"function": ".kinds.function", "program": ".kinds.program", "patch": ".kinds.patch", "row": ".kinds.rows",
-          "swe": ".kinds.swe"}
+JUDGES = {"function": "kinds.function", "program": "kinds.program", "patch": "kinds.patch", "row": "kinds.rows",
+          "swe": "kinds.swe"}
+
+
+def judge_of(kind: str) -> Any:
+    """The module that judges ``kind`` (one of JUDGES), imported on first use; by ``__import__``, since
+    importlib's own imports (warnings, and functools through threading) cost a fresh runner CPU per sample."""
+    return __import__(JUDGES[kind], globals(), fromlist=("judge",), level=1)
 
 
 def environment_problem(env_dir: str, kind: str, confinement: Container | Local) -> str | None:
@@ -63,7 +68,7 @@ def judge_request(raw: bytes, env_dir: str, scratch_root: str, confinement: Cont
         print(f"deepgym_runner: unreadable request: {exc}", file=sys.stderr)
         return 2
 
-    writing = threading.Lock()  # the heartbeat thread writes events too: one whole line at a time
+    writing = _thread.allocate_lock()  # the heartbeat thread writes events too: one whole line at a time
 
     def emit(event: str, payload: dict | None = None) -> None:
         with writing:
@@ -106,8 +111,10 @@ class Heartbeat:
         self._emit = emit
         self._interval_s = interval_s
         self._started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="deepgym-heartbeat", daemon=True)
+        # Held while the runner judges: the thread beats until it can take it. ``_ended`` is held by the thread
+        # while it runs, so that taking it joins the thread.
+        self._stop = _thread.allocate_lock()
+        self._ended = _thread.allocate_lock()
 
     def facts(self) -> dict[str, Any]:
         """The runner's facts now (see :mod:`protocol`): a heartbeat's payload, and the ``done`` event's."""
@@ -122,18 +129,25 @@ class Heartbeat:
         return self
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
+        self._stop.acquire()
+        self._ended.acquire()
+        _thread.start_new_thread(self._beat, ())
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5.0)
+        self._stop.release()
+        if self._ended.acquire(timeout=5.0):
+            self._ended.release()
 
     def _beat(self) -> None:
-        while True:
-            self._emit(HEARTBEAT, self.facts())
-            if self._stop.wait(self._interval_s):
-                return
+        try:
+            while True:
+                self._emit(HEARTBEAT, self.facts())
+                if self._stop.acquire(timeout=self._interval_s):
+                    self._stop.release()
+                    return
+        finally:
+            self._ended.release()
 
 
 def run(request: Request, env_dir: str, confinement: Container | Local, scratch_root: str, emit: Emit,
@@ -154,7 +168,7 @@ def run(request: Request, env_dir: str, confinement: Container | Local, scratch_
     started = time.monotonic()
     with heartbeat.watch(processes):  # until the processes are cleared: a kill that hangs is the runner's too
         try:
-            kind = importlib.import_module(JUDGES[request.kind], __package__)
+            kind = judge_of(request.kind)
             cases, total, cpu_s = kind.judge(request, env_dir, processes, workspace, lambda: emit(IN_PLAY, None),
                                              fail_fast=request.scoring == "all_or_nothing")
         except HostOverloaded as exc:

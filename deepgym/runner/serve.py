@@ -22,7 +22,6 @@ host is never charged to a sample's deadline) and never hands out one that canno
 from __future__ import annotations
 
 import ctypes
-import importlib
 import json
 import os
 import signal
@@ -34,7 +33,7 @@ from .confine import procfs
 from .confine.container import Container
 from .confine.forked import Workers
 from .confine.privileges import drop_privileges
-from .oneshot import JUDGES, judge_request
+from .oneshot import JUDGES, judge_of, judge_request
 from .protocol import DEFAULT_ENV_DIR, SCRATCH_ROOT, SERVE_MARKER, Request
 
 PIDS_EVENTS = Path("/sys/fs/cgroup/pids/pids.events")
@@ -107,8 +106,8 @@ def serve(env_dir: str, scratch_root: str = SCRATCH_ROOT) -> int:
     network, ipc_ids = NetworkState(), IpcIds()
     problem = problem or ipc_ids.moved()
     procfs.cgroup_cpu_s()  # resolve which cgroup counters are ours once, for every child
-    for judge in JUDGES.values():  # every kind's judge imported once here, not again in each child
-        importlib.import_module(judge, __package__)
+    for kind in JUDGES:  # every kind's judge imported once here, not again in each child
+        judge_of(kind)
     out.write(serve_line({"event": "ready", "problem": problem}))
     out.flush()
     served: set[int] = set()

@@ -20,6 +20,7 @@ import pytest
 
 from deepgym import DeepGym
 from deepgym.images import image_name
+from deepgym.sandbox.base import IMAGE_RUNNER
 from support import ensure_images, fenced, probing, reported, run_in_image, solution, warm_gym
 
 pytestmark = pytest.mark.docker
@@ -188,14 +189,18 @@ def test_a_zygote_that_never_forks_the_worker_is_the_runners_failure_never_a_tim
             assert time.monotonic() < deadline, "no container was prewarmed"
             time.sleep(0.05)
         container = next(box.container for ready in pool.waiting().values() for box in ready)
+        # The runner is the child of the container's init (Docker's, for an attached main process), and the
+        # zygote the runner's child. Found by parentage: ps cuts a long command line to its screen width.
+        init = int(subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", container], capture_output=True,
+                                  text=True, check=True).stdout)
         zygote = None
         while zygote is None:  # the runner forks its zygote once started; the container may still be starting
             assert time.monotonic() < deadline, "the prewarmed runner never forked its worker zygote"
             top = subprocess.run(["docker", "top", container, "-eo", "pid,ppid,args"], capture_output=True,
                                  text=True, check=True).stdout.splitlines()[1:]
             processes = [(int(pid), int(ppid), args) for pid, ppid, args in (line.split(None, 2) for line in top)]
-            runners = {pid for pid, _, args in processes if args.startswith("python3 -I -B -m deepgym_runner")}
-            zygote = next((pid for pid, ppid, _ in processes if ppid in runners), None)  # forked: the same argv
+            runners = {pid for pid, ppid, args in processes if ppid == init and args.startswith(IMAGE_RUNNER[0])}
+            zygote = next((pid for pid, ppid, _ in processes if ppid in runners), None)
         os.kill(zygote, signal.SIGSTOP)
         outcome = strict.judge(ENV, fenced(solution(ENV, "reference")))
     assert not outcome.has_verdict and outcome.error_type == "verifier_timeout", outcome.to_dict()

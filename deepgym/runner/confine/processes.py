@@ -18,8 +18,8 @@ untrusted threads is sampled so that a wall-clock limit can tell "slept" from "w
 
 from __future__ import annotations
 
+import _thread  # not threading: its imports (functools, collections) cost a fresh runner milliseconds
 import os
-import threading
 import time
 
 from ..protocol import DEFAULT_UID
@@ -80,7 +80,7 @@ class Processes:
         self._seen_cpu: dict[tuple[int, int], float] = {}
         self.spawned: list[subprocess.Popen[bytes]] = []
         # The heartbeat thread measures too (cpu_s), and the fallback accounting keeps state.
-        self._measuring = threading.Lock()
+        self._measuring = _thread.allocate_lock()
         # The cgroup is trusted until a read finds someone else in it; from then on the per-process measure
         # continues from the last cgroup value (the offset), so the CPU time stays monotonic.
         self._cgroup_trusted = confinement.switches_uid

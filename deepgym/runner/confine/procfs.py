@@ -8,7 +8,6 @@ may be the host's are never charged to a submission.
 
 from __future__ import annotations
 
-import functools
 import os
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -80,14 +79,19 @@ def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
     return False
 
 
-@functools.cache
+# Folders judged by :func:`_trusted`, once per process (a dict, not functools.cache: functools and the
+# collections it imports cost a fresh runner milliseconds of CPU per sample).
+_trusted_folders: dict[str, bool] = {}
+
+
 def _trusted(folder: str) -> bool:
     """Whether the counters under ``folder`` are this container's own (see :func:`own_cgroup_mount`); a
     folder reached through a symlink (v1's cpuacct -> cpu,cpuacct) is judged by its mount."""
-    proc_cgroup, mountinfo = read_text("/proc/self/cgroup"), read_text("/proc/self/mountinfo")
-    if proc_cgroup is None or mountinfo is None:
-        return False
-    return own_cgroup_mount(proc_cgroup, mountinfo, os.path.realpath(folder))
+    if folder not in _trusted_folders:
+        proc_cgroup, mountinfo = read_text("/proc/self/cgroup"), read_text("/proc/self/mountinfo")
+        _trusted_folders[folder] = proc_cgroup is not None and mountinfo is not None and \
+            own_cgroup_mount(proc_cgroup, mountinfo, os.path.realpath(folder))
+    return _trusted_folders[folder]
 
 
 def _cgroup_text(files: tuple[tuple[str, str], ...]) -> tuple[int, str] | None:
@@ -100,7 +104,6 @@ def _cgroup_text(files: tuple[tuple[str, str], ...]) -> tuple[int, str] | None:
     return None
 
 
-@functools.cache
 def cgroup_procs_file() -> str | None:
     """The ``cgroup.procs`` beside the CPU counter the runner reads, or None without one."""
     return next((f"{folder}/cgroup.procs" for folder, name in _CPU_FILES if os.path.exists(f"{folder}/{name}")), None)

@@ -5,7 +5,7 @@ wait ended (:class:`Ending`), told as the submission's failure by :func:`failure
 from __future__ import annotations
 
 import os
-import selectors
+import select
 import time
 
 from ..protocol import Limits
@@ -51,19 +51,21 @@ class Supervised:
                  requests_fd: int | None = None, keep_stdout: int = 0, exit_fd: int | None = None):
         self.processes = processes
         self.proc = proc
-        self.selector = selectors.DefaultSelector()
+        # poll(2) itself, not the selectors module: its imports (collections) cost a fresh runner milliseconds.
+        self._poll = select.poll()
+        self._watched: dict[int, str] = {}  # fd -> what it is: stdout, stderr, channel, exit or requests
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
         self.limits = {"stdout": max(keep_stdout, self.HEAD_BYTES), "stderr": self.HEAD_BYTES}
         self.output_bytes = 0
         self.channel = bytearray()
         self.channel_fd = channel_fd
         for name in ("stdout", "stderr"):
-            stream = getattr(proc, name)
-            os.set_blocking(stream.fileno(), False)
-            self.selector.register(stream, selectors.EVENT_READ, name)
+            fd = getattr(proc, name).fileno()
+            os.set_blocking(fd, False)
+            self._watch(fd, name)
         if channel_fd is not None:
             os.set_blocking(channel_fd, False)
-            self.selector.register(channel_fd, selectors.EVENT_READ, "channel")
+            self._watch(channel_fd, "channel")
         # Requests are written without blocking, from the loop that enforces the limits: a process that stops
         # reading them (or shrinks its pipe) can only use up its own time, never stall the runner.
         self.requests_fd = requests_fd
@@ -74,11 +76,11 @@ class Supervised:
         self._forked = exit_fd is not None
         self._exit_watched = self._forked
         if exit_fd is not None:
-            self.selector.register(exit_fd, selectors.EVENT_READ, "exit")
+            self._watch(exit_fd, "exit")
         elif hasattr(os, "pidfd_open"):
             try:
                 self._pidfd = os.pidfd_open(proc.pid)
-                self.selector.register(self._pidfd, selectors.EVENT_READ, "exit")
+                self._watch(self._pidfd, "exit")
                 self._exit_watched = True
             except OSError:
                 self._pidfd = None
@@ -86,9 +88,16 @@ class Supervised:
     def text(self, name: str) -> str:
         return self.kept[name].decode("utf-8", "replace")
 
-    def _read(self, key: selectors.SelectorKey) -> bytes | None:
+    def _watch(self, fd: int, name: str) -> None:
+        self._watched[fd] = name
+        self._poll.register(fd, select.POLLOUT if name == "requests" else select.POLLIN)
+
+    def _unwatch(self, fd: int) -> None:
+        del self._watched[fd]
+        self._poll.unregister(fd)
+
+    def _read(self, fd: int) -> bytes | None:
         """Read what is there; returns the chunk (b"" at end of stream, None if nothing yet)."""
-        fd = key.fd
         try:
             chunk = os.read(fd, 1 << 16)
         except BlockingIOError:
@@ -96,15 +105,15 @@ class Supervised:
         except OSError:
             chunk = b""
         if not chunk:
-            self.selector.unregister(key.fileobj)
+            self._unwatch(fd)
         return chunk
 
-    def _drain_output(self, key: selectors.SelectorKey) -> None:
-        chunk = self._read(key)
+    def _drain_output(self, fd: int, name: str) -> None:
+        chunk = self._read(fd)
         if chunk:
             self.output_bytes += len(chunk)
-            kept = self.kept[key.data]
-            room = self.limits[key.data] - len(kept)
+            kept = self.kept[name]
+            room = self.limits[name] - len(kept)
             if room > 0:
                 kept.extend(chunk[:room])
 
@@ -117,7 +126,7 @@ class Supervised:
             written = len(self._pending)  # it closed its end: it died or will answer without the rest
         self._pending = self._pending[written:]
         if not self._pending:
-            self.selector.unregister(self.requests_fd)
+            self._unwatch(self.requests_fd)
 
     def wait(self, meter: Meter, *, for_line: bool, cpu_limit_s: float, wall_limit_s: float,
              output_limit: int, send: bytes = b"") -> Ending:
@@ -139,13 +148,12 @@ class Supervised:
         """Send ``data`` on the requests pipe while this waits (now and in later waits, until an ending other
         than a line): a batch of requests, each answered by a line of its own."""
         if not self._pending:
-            self.selector.register(self.requests_fd, selectors.EVENT_WRITE, "requests")
+            self._watch(self.requests_fd, "requests")
         self._pending += data
 
     def _line_arrived(self) -> bytes | None:
         """A whole line on the channel right now, read without waiting, or None."""
-        key = self.selector.get_map().get(self.channel_fd) if self.channel_fd is not None else None
-        chunk = None if key is None else self._read(key)
+        chunk = self._read(self.channel_fd) if self.channel_fd in self._watched else None
         searched = len(self.channel)
         if chunk:
             self.channel.extend(chunk)
@@ -158,15 +166,16 @@ class Supervised:
             return Ending("line", meter.usage, line=line)
         while True:
             exited = False
-            for key, _ in self.selector.select(self.POLL_S):
-                if key.data == "requests":
+            for fd, _ in self._poll.poll(self.POLL_S * 1000):
+                name = self._watched.get(fd)
+                if name == "requests":
                     self._send()
-                elif key.data in ("stdout", "stderr"):
-                    self._drain_output(key)
-                elif key.data == "exit":
+                elif name in ("stdout", "stderr"):
+                    self._drain_output(fd, name)
+                elif name == "exit":
                     exited = True
-                else:
-                    chunk = self._read(key)
+                elif name == "channel":
+                    chunk = self._read(fd)
                     if chunk is None:
                         continue
                     if not chunk and for_line:
@@ -217,7 +226,7 @@ class Supervised:
     def _unsend(self) -> None:
         if self._pending:
             self._pending = b""
-            self.selector.unregister(self.requests_fd)
+            self._unwatch(self.requests_fd)
 
     def _exited(self, usage: Usage) -> Ending:
         """The process ended (or closed its channel): collect its status and whatever output is left."""
@@ -226,16 +235,16 @@ class Supervised:
             return Ending("exited", usage, detail="closed its channel to the runner")
         # Drain what is left, for a moment only: a detached grandchild may keep writing forever.
         until = time.monotonic() + self.DRAIN_S
-        for key in list(self.selector.get_map().values()):
-            if key.data in ("stdout", "stderr"):
-                while key.fileobj in self.selector.get_map() and time.monotonic() < until:
+        for fd, name in list(self._watched.items()):
+            if name in ("stdout", "stderr"):
+                while fd in self._watched and time.monotonic() < until:
                     before = self.output_bytes
-                    self._drain_output(key)
+                    self._drain_output(fd, name)
                     if self.output_bytes == before:
                         break
-            elif key.data == "channel":
+            elif name == "channel":
                 while time.monotonic() < until and len(self.channel) <= self.MAX_LINE_BYTES:
-                    chunk = self._read(key)
+                    chunk = self._read(fd)
                     if not chunk:
                         break
                     self.channel.extend(chunk)
@@ -259,7 +268,8 @@ class Supervised:
             return None
 
     def close(self) -> None:
-        self.selector.close()
+        for fd in list(self._watched):
+            self._unwatch(fd)
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None

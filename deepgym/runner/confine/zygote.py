@@ -48,7 +48,6 @@ import atexit
 import builtins
 import ctypes
 import fcntl
-import importlib
 import os
 import resource
 import sys
@@ -258,7 +257,7 @@ def _preload(request: dict) -> None:
     for name in request.get("preload") or ():
         if isinstance(name, str) and name not in sys.modules:
             try:
-                importlib.import_module(name)
+                __import__(name)  # not importlib.import_module: importlib's imports cost a fresh runner CPU
             except Exception:  # noqa: BLE001 - an optimisation only: the worker's own import decides
                 pass
 
@@ -323,7 +322,7 @@ def main(argv: list[str]) -> int:
     _set_dumpable(libc, False)
     _signal.pthread_sigmask(_signal.SIG_BLOCK, _signal.valid_signals())
     for name in filter(None, preload.split(",")):
-        importlib.import_module(name)
+        __import__(name)
     control = fdpass.from_fd(int(control_fd))
     control.send(wire.dumps({"ready": True, "pid": os.getpid()}).encode())  # from here on, it is the program's
     code, error = None, None

@@ -36,7 +36,7 @@ import os
 import shutil
 from typing import Any
 
-from ..confine.privileges import file_rights
+from ..confine.privileges import FileRights
 from ..confine.processes import Processes
 from . import entrypoint, tampering
 from .harness import VERIFIER_OUTPUT_BYTES, release, run, verifier_folder
@@ -181,7 +181,7 @@ def read_reward(folder: str, uid: int) -> tuple[float, None] | tuple[None, str]:
     for name in REWARD_FILES:
         path = os.path.join(folder, name)
         try:
-            with file_rights(uid):
+            with FileRights(uid):
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
                 try:
                     data = os.read(fd, REWARD_BYTES + 1)

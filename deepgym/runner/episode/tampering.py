@@ -27,7 +27,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 
-from ..confine.privileges import file_rights
+from ..confine.privileges import FileRights
 
 PYTEST_FILES = ("conftest.py", "pytest.ini", ".pytest.ini")
 PYTEST_SECTIONS = {"pyproject.toml": b"[tool.pytest", "tox.ini": b"[pytest]", "setup.cfg": b"[tool:pytest]"}
@@ -55,7 +55,7 @@ def find(folders: list[str], *, uid: int, workspace: str, start: str, script: st
                 found.append(f"{error.filename}: a folder others may enter that cannot be listed")
 
     entries = 0
-    with file_rights(uid):
+    with FileRights(uid):
         for folder in folders:
             for root, dirs, files in _walk(folder, unlisted):
                 entries += len(dirs) + len(files)

@@ -16,15 +16,14 @@ the runner computes it, so a case is always exactly what ``cases()`` returned.
 from __future__ import annotations
 
 import binascii
-import importlib.util
 import os
 import sys
-from types import ModuleType
 
 from .. import wire
 
 TYPE_CHECKING = False  # typing is not imported at start-up: its milliseconds are paid per sample
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any, Callable
 
 CASES_FILE = "cases-{variant}.json"
@@ -33,6 +32,8 @@ MODULE_FILE = "cases.py"
 
 def load_cases_module(env_dir: str) -> ModuleType:
     """Import the hidden ``cases.py`` (trusted code) from the environment directory."""
+    import importlib.util  # here: only a task with a ``check`` (or without stored cases) pays for its imports
+
     path = os.path.join(env_dir, MODULE_FILE)
     spec = importlib.util.spec_from_file_location("deepgym_hidden_cases", path)
     if spec is None or spec.loader is None:
