@@ -10,7 +10,8 @@ submission's workers and zygotes):
 
 - ``strict``: the one-shot runner in a fresh container of the environment's image, with the settings of a
   real sandbox (:func:`deepgym.sandbox.docker.container_settings`); a shell in the container reads its cgroup's
-  CPU counter before and after ``python3 -I -B -m deepgym_runner`` judges the request on its stdin.
+  CPU counter before and after the runner (:data:`deepgym.sandbox.base.IMAGE_RUNNER`) judges the request on
+  its stdin.
 - ``warm``: one sample on a warm container's server (:class:`deepgym.sandbox.docker.warm.WarmPool`, the real pool),
   the container's cgroup read on this host around each sample (the first sample, which starts the server, is
   left out).

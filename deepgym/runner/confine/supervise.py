@@ -268,8 +268,6 @@ class Supervised:
             return None
 
     def close(self) -> None:
-        for fd in list(self._watched):
-            self._unwatch(fd)
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
