@@ -210,7 +210,6 @@ def test_a_zygote_that_never_forks_the_worker_is_the_runners_failure_never_a_tim
 # A forked case server that cannot start: it is told to run in a folder that does not exist, so the zygote's
 # child fails before its "ready" (nothing of a submission's has run) and prints its traceback as it exits.
 START_FAILURE = '''
-from pathlib import Path
 from deepgym_runner.confine.container import Container
 from deepgym_runner.confine.forked import Workers
 from deepgym_runner.confine.processes import Processes
@@ -218,7 +217,7 @@ from deepgym_runner.confine.usage import Budget
 from deepgym_runner.kinds.case_server import CaseServer, ZygoteFailed
 from deepgym_runner.protocol import Limits
 processes = Processes(Container(), workers=Workers().connect())
-server = CaseServer(processes, Limits(), Path("/no-such-folder/main.py"), ())
+server = CaseServer(processes, Limits(), "/no-such-folder/main.py", ())
 try:
     server.run(Budget(Limits()), b"", lambda output: None, {})
 except ZygoteFailed as exc:

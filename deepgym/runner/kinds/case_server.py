@@ -20,10 +20,7 @@ from __future__ import annotations
 import fcntl
 import math
 import os
-import subprocess
 import sys
-from pathlib import Path
-from typing import IO, Any, Callable
 
 from .. import wire
 from ..confine import fdpass
@@ -33,6 +30,11 @@ from ..protocol import Limits
 from ..confine.processes import ZYGOTE, Processes
 from ..confine.supervise import Ending, Supervised, failure
 from ..confine.usage import Budget
+
+TYPE_CHECKING = False  # typing and subprocess are not imported: a fresh runner pays for each
+if TYPE_CHECKING:
+    import subprocess
+    from typing import IO, Any, Callable
 
 
 class ZygoteFailed(RuntimeError):
@@ -45,7 +47,7 @@ class CaseServer:
     Where the runner has a worker zygote it forks the case server (:meth:`Processes.fork_worker`), with the
     prelude's modules imported once for every later sample; elsewhere the case server is a fresh interpreter."""
 
-    def __init__(self, processes: Processes, limits: Limits, script: Path, preload: tuple[str, ...]):
+    def __init__(self, processes: Processes, limits: Limits, script: str, preload: tuple[str, ...]):
         self.processes, self.limits, self.script, self.preload = processes, limits, script, preload
         self._zygote: subprocess.Popen[bytes] | Forked | None = None
         self._pid: int | None = None
@@ -53,17 +55,17 @@ class CaseServer:
 
     def _start(self) -> None:
         control, theirs = fdpass.socketpair()
-        limits, processes = self.limits, self.processes
-        argv = [str(limits.memory_mb), str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), str(self.script),
+        limits, processes, folder = self.limits, self.processes, os.path.dirname(self.script)
+        argv = [str(limits.memory_mb), str(limits.nofile), str(math.ceil(limits.total_cpu_s) + 1), self.script,
                 "3", ",".join(self.preload), "1" if processes.confinement.switches_uid else "0"]
         try:
             if processes.workers is not None:
-                self._zygote = processes.fork_worker(argv, (theirs.fileno(),), str(self.script.parent), self.preload,
+                self._zygote = processes.fork_worker(argv, (theirs.fileno(),), folder, self.preload,
                                                      main="case_server")
             else:
                 argv[4] = str(theirs.fileno())
                 self._zygote = processes.spawn([sys.executable, "-I", "-B", "-m", ZYGOTE, *argv],
-                                               pass_fds=(theirs.fileno(),), cwd=str(self.script.parent))
+                                               pass_fds=(theirs.fileno(),), cwd=folder)
         except BaseException:
             control.close()
             raise

@@ -10,13 +10,9 @@ do: one interpreter start per sample instead of one per case, with every limit a
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
-from pathlib import Path
-from typing import Any, Callable
 
+from .. import wire
 from ..channels import Fault, head, program_output, source
 from ..protocol import Limits
 from ..confine.processes import Processes
@@ -24,55 +20,76 @@ from ..confine.usage import Budget
 from ..confine.workspace import Workspace
 from .case_server import CaseServer
 
+TYPE_CHECKING = False  # typing, json, pathlib, tempfile and shutil are not imported: a fresh runner pays for each
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 
 def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_in_play: Callable[[], None],
           fail_fast: bool) -> tuple[list[dict[str, Any]], int, float]:
     """Run every test file. Returns (case results, number of cases, submission CPU seconds)."""
     limits: Limits = request.limits
-    config_path = Path(env_dir, "config.json")
-    tolerance = json.loads(config_path.read_text()).get("float_tolerance") if config_path.exists() else None
-    inputs = sorted(Path(env_dir, "cases").glob("*.in"))
+    config_path = os.path.join(env_dir, "config.json")
+    tolerance = None
+    if os.path.exists(config_path):
+        with open(config_path, "rb") as f:
+            tolerance = wire.loads(f.read()).get("float_tolerance")
+    cases_dir = os.path.join(env_dir, "cases")
+    # In file-name order ("a-b.in" before "a.in"; their stems would sort the other way).
+    names = [name[:-3] for name in sorted(os.listdir(cases_dir)) if name.endswith(".in")] \
+        if os.path.isdir(cases_dir) else []
     script = stage(request.submission, workspace, limits)
     if isinstance(script, Fault):
-        first = {"id": inputs[0].stem if inputs else "", "passed": False, "input": None, "expected": None,
+        first = {"id": names[0] if names else "", "passed": False, "input": None, "expected": None,
                  "actual": None, "error_type": script.error_type, "error": script.message, "cpu_s": 0.0}
-        return [first], len(inputs), 0.0
+        return [first], len(names), 0.0
     results: list[dict[str, Any]] = []
     budget = Budget(limits)
     server = CaseServer(processes, limits, script, ())
     on_in_play()
     try:
-        for case_in in inputs:
-            expected = case_in.with_suffix(".out").read_bytes()
-            with open(case_in, "rb") as f:
-                input_head = head(f.read(1 << 10))
-            result = {"id": case_in.stem, "input": input_head, "expected": head(expected), "actual": None}
+        for name in names:
+            with open(os.path.join(cases_dir, name + ".out"), "rb") as f:
+                expected = f.read()
+            with open(os.path.join(cases_dir, name + ".in"), "rb") as f:
+                data = f.read()
+            result = {"id": name, "input": head(data[:1 << 10]), "expected": head(expected), "actual": None}
             exhausted = budget.used_up()
             if exhausted is not None:
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                with open(case_in, "rb") as f:
-                    data = f.read()
                 results.append(server.run(budget, data,
                                           lambda actual, want=expected: program_output(want, actual, tolerance), result))
             if fail_fast and not results[-1]["passed"]:
                 break
     finally:
         server.close()
-        shutil.rmtree(script.parent, ignore_errors=True)
-    return results, len(inputs), budget.usage.cpu_s
+        unstage(script)
+    return results, len(names), budget.usage.cpu_s
 
 
-def stage(submission: str, workspace: Workspace, limits: Limits) -> Path | Fault:
-    """The program as a file the submission's user can read but not change (in a folder of the runner's
-    workspace; remove its parent afterwards), or the fault that it cannot be one."""
+def stage(submission: str, workspace: Workspace, limits: Limits) -> str | Fault:
+    """The program as a file the submission's user can read but not change, in a folder of its own in the
+    runner's workspace (:func:`unstage` removes both), or the fault that it cannot be one."""
     code = source(submission, "solution_error", limits.tmpfs_mb << 20)
     if isinstance(code, Fault):
         return code
-    code_dir = tempfile.mkdtemp(prefix="program-", dir=workspace.runner)
+    code_dir = os.path.join(workspace.runner, "program-" + os.urandom(8).hex())
+    os.mkdir(code_dir, 0o700)  # a new name in the runner's own folder: nobody else can have made it first
     os.chmod(code_dir, 0o755)
-    script = Path(code_dir, "solution.py")
-    script.write_bytes(code)
-    script.chmod(0o644)
+    script = os.path.join(code_dir, "solution.py")
+    with open(script, "xb") as f:
+        f.write(code)
+    os.chmod(script, 0o644)
     return script
+
+
+def unstage(script: str) -> None:
+    """Remove a staged program and its folder. Only the runner writes there (the folder is its, 0755), so the
+    program is all it holds; a failure to remove is left to the workspace's clean-up."""
+    try:
+        os.unlink(script)
+        os.rmdir(os.path.dirname(script))
+    except OSError:
+        pass

@@ -21,12 +21,10 @@ before every solution, so code written for those rows (using ``defaultdict`` wit
 
 from __future__ import annotations
 
-import json
 import math
-import secrets
-import shutil
-from typing import Any, Callable
+import os
 
+from .. import wire
 from ..channels import Fault, Reply, head, plain, shown
 from ..confine.processes import Processes
 from ..confine.supervise import Ending, failure
@@ -37,6 +35,10 @@ from ..protocol import Limits
 from . import program
 from .case_server import CaseServer
 from .function import Worker, reply_of, run_calls
+
+TYPE_CHECKING = False  # typing, json, secrets and shutil are not imported: a fresh runner pays for each
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 # verl 0.9.1 prime_code/testing_util.py, run_test: the header before every stdin and call-based solution.
 PRELUDE_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
@@ -172,7 +174,7 @@ def _stdin(request, tests: dict, processes: Processes, workspace: Workspace, on_
                 break
     finally:
         server.close()
-        shutil.rmtree(script.parent, ignore_errors=True)
+        program.unstage(script)
     return results, len(cases), budget.usage.cpu_s
 
 
@@ -270,7 +272,7 @@ class _AssertSession:
             if isinstance(ready, Fault):
                 self.load_fault = ready
                 return ready
-        call_id = secrets.token_hex(8)
+        call_id = os.urandom(8).hex()
         outcome = self.worker.call({"id": call_id, "name": call.get("name"), "args": call.get("args"),
                                     "kwargs": call.get("kwargs")}, self.limits, cpu_limit)
         self.budget.spend(outcome.usage)
@@ -338,7 +340,7 @@ def _tester_event(outcome: Ending, limits: Limits) -> dict | Fault:
         error_type, message = failure(outcome, "running the row's tests on the submission's results", limits)
         return Fault(error_type, message.replace("the submission process", "the tests"))
     try:
-        event = json.loads(outcome.line)
+        event = wire.loads(outcome.line)
     except ValueError:
         return Fault("solution_error", "the tests' process wrote an unreadable line")
     return event if isinstance(event, dict) else Fault("solution_error", "the tests' process wrote no object")
