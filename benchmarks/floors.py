@@ -12,6 +12,12 @@ per sample on the host (``subprocess``: the least any process per sample costs).
   folder in a container, the environment's ``tests/cases`` (or the row's, written to a temporary folder) on
   the host.
 
+These floors run every case in the one interpreter, so a case can see and change what the ones before it left
+(globals of imported modules, caches, the recursion limit); deepgym runs each case of a program or a stdin row in
+a process of its own, forked from the sample's case server. :data:`BARE_PROGRAM_PER_CASE` is the bare program
+verifier paying for that too: each case in a child forked from the verifier, its output read through a pipe
+(``benchmarks/runner_cpu.py`` measures both in the container, beside deepgym's runner).
+
 **The dataset row** (environment name :data:`ROW`): a CodeContests-shaped stdin row (``benchmarks/datasets.py``'s
 maximum-subarray problem, :data:`ROW_CASES` cases), judged by deepgym through ``compute_score`` as verl calls
 it, and by verl's own ``prime_code`` (``default_compute_score``, the ``prime_code`` row), in the same run.
@@ -82,6 +88,41 @@ BARE_PROGRAM = textwrap.dedent('''
                 sys.exit(1)
 ''')
 
+# The same, each case in a child forked from the verifier: the input file on its stdin, its stdout a pipe, its
+# CPU limited as above; a case passes when the child exits 0 and its output's tokens are the expected ones.
+BARE_PROGRAM_PER_CASE = textwrap.dedent('''
+    import os, signal, sys
+    code = compile(sys.argv[1], "solution.py", "exec")
+    folder, cpu_s = sys.argv[2], float(sys.argv[3])
+    for name in sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".in")):
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(os.open(os.path.join(folder, name + ".in"), os.O_RDONLY), 0)
+            os.dup2(write_end, 1)
+            sys.stdin, sys.stdout = open(0, closefd=False), open(1, "w", closefd=False)
+            signal.setitimer(signal.ITIMER_PROF, cpu_s)
+            status = 0
+            try:
+                exec(code, {"__name__": "__main__"})
+            except SystemExit as exc:
+                status = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                status = 1
+            sys.stdout.flush()
+            os._exit(status)
+        os.close(write_end)
+        chunks = []
+        while chunk := os.read(read_end, 1 << 16):
+            chunks.append(chunk)
+        os.close(read_end)
+        if os.waitpid(pid, 0)[1] != 0:
+            sys.exit(1)
+        with open(os.path.join(folder, name + ".out"), "rb") as f:
+            if b"".join(chunks).split() != f.read().split():
+                sys.exit(1)
+''')
+
 
 def row_truth() -> str:
     """The dataset row's ground truth (verl's ``{"inputs": [...], "outputs": [...]}``)."""
@@ -110,16 +151,18 @@ def function_cases(environment) -> str:
     return json.dumps([{"args": case["args"], "expected": case["expected"]} for case in namespace["cases"](0)])
 
 
-def bare_argv(environment, code: str, in_container: bool) -> list[str]:
+def bare_argv(environment, code: str, in_container: bool, per_case: bool = False) -> list[str]:
     """The interpreter's arguments that run the bare verifier of ``environment`` (None: the row) on ``code``,
-    in a container of its image or on this host."""
+    in a container of its image or on this host; with ``per_case``, a program's each case in a process of its
+    own (:data:`BARE_PROGRAM_PER_CASE`)."""
+    program = BARE_PROGRAM_PER_CASE if per_case else BARE_PROGRAM
     if environment is None:
-        return ["-I", "-S", "-c", BARE_PROGRAM, code, _row_dir(), "2"]
+        return ["-I", "-S", "-c", program, code, _row_dir(), "2"]
     if environment.kind == "function":
         return ["-I", "-S", "-c", BARE_FUNCTION, code, environment.entry_point, _cached_cases(environment)]
     if environment.kind == "program":
         folder = CONTAINER_CASES if in_container else str(environment.tests_dir / "cases")
-        return ["-I", "-S", "-c", BARE_PROGRAM, code, folder, f"{environment.limits.case_cpu_s:g}"]
+        return ["-I", "-S", "-c", program, code, folder, f"{environment.limits.case_cpu_s:g}"]
     raise SystemExit(f"the bare rows run function and program environments and the row, not {environment.id} "
                      f"({environment.kind})")
 

@@ -16,6 +16,10 @@ submission's workers and zygotes):
   the container's cgroup read on this host around each sample (the first sample, which starts the server, is
   left out).
 - ``python3 -c pass`` in the strict container: the floor of one interpreter start.
+- ``bare verifier`` in the strict container (function and program environments): the bare verifier of
+  benchmarks/floors.py on the right answer, every case in one interpreter (throughput.py's ``engine-bare``
+  row); for a program environment also ``bare verifier, a process per case``, which forks a child per case as
+  deepgym's case server does. The gap between the two is what running each case in a process of its own costs.
 
 ``--tags A B`` measures the images of two DEEPGYM_TAGs (two checkouts' runners, built beforehand) sample by
 sample, round robin, so that a change in the host's load hits both alike.
@@ -38,6 +42,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import floors  # noqa: E402  (benchmarks/, this script's folder)
+
 from deepgym.environments import load_environment  # noqa: E402
 from deepgym.authoring.check import as_response  # noqa: E402
 from deepgym.environments import sandbox_spec  # noqa: E402
@@ -49,16 +55,18 @@ from deepgym.sandbox.docker import DockerProvider  # noqa: E402
 from deepgym.sandbox.docker import key  # noqa: E402
 
 # The container's own cgroup CPU counter in nanoseconds (v1 cpuacct, else v2 cpu.stat's microseconds), read by
-# the shell's builtin ``read`` so that no extra process is charged between the two readings.
+# the shell's builtin ``read`` so that no extra process is charged between the two readings; then the
+# command's exit status.
 MEASURED = r"""
 if [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-  read before < /sys/fs/cgroup/cpuacct/cpuacct.usage; "$@"; read after < /sys/fs/cgroup/cpuacct/cpuacct.usage
-  echo "@@cpu $((after - before))"
+  read before < /sys/fs/cgroup/cpuacct/cpuacct.usage; "$@"; status=$?
+  read after < /sys/fs/cgroup/cpuacct/cpuacct.usage
+  echo "@@cpu $((after - before)) $status"
 else
   while read key value; do [ "$key" = usage_usec ] && before=$value; done < /sys/fs/cgroup/cpu.stat
-  "$@"
+  "$@"; status=$?
   while read key value; do [ "$key" = usage_usec ] && after=$value; done < /sys/fs/cgroup/cpu.stat
-  echo "@@cpu $(((after - before) * 1000))"
+  echo "@@cpu $(((after - before) * 1000)) $status"
 fi
 """
 # Where this host keeps a docker container's CPU counter (nanoseconds, or cpu.stat's usage_usec).
@@ -99,16 +107,18 @@ def check(report: dict, right: bool, label: str) -> None:
 
 
 def strict_ms(provider: DockerProvider, spec, argv: list[str], stdin: bytes) -> tuple[float, bytes]:
-    """Container CPU ms of ``argv`` in a fresh sandbox container fed ``stdin``, and its stdout."""
+    """Container CPU ms of ``argv`` in a fresh sandbox container fed ``stdin``, and its stdout. ``argv`` must
+    exit 0."""
     box = provider.start_attached(spec, ["/bin/sh", "-c", MEASURED, "measured", *argv], ExecOptions(timeout_s=0))
     try:
         result = provider.engine.finish_attached(box, ExecOptions(stdin=stdin, timeout_s=120), time.monotonic())
     finally:
         box.close()
-    lines = [line for line in result.stdout.splitlines() if line.startswith(b"@@cpu ")]
-    if result.exit_code != 0 or len(lines) != 1:
-        raise SystemExit(f"the measured container failed ({result.exit_code}): {result.stderr_tail}")
-    return int(lines[0].split()[1]) / 1e6, result.stdout
+    lines = [line.split() for line in result.stdout.splitlines() if line.startswith(b"@@cpu ")]
+    if result.exit_code != 0 or len(lines) != 1 or lines[0][2] != b"0":
+        raise SystemExit(f"the measured container failed ({result.exit_code}, {argv[:3]} {lines}): "
+                         f"{result.stderr_tail}")
+    return int(lines[0][1]) / 1e6, result.stdout
 
 
 def image_of(provider: DockerProvider, env, tag: str | None) -> str:
@@ -133,6 +143,11 @@ def lines_for(provider: DockerProvider, env_name: str, rows: list[str], tags: li
         if "strict" in rows:
             yield f"{named} python3 -c pass", lambda spec=spec: strict_ms(
                 provider, spec, ["python3", "-I", "-B", "-c", "pass"], b"")[0]
+            if floors.has_floor(env):
+                for per_case in (False, True) if env.kind == "program" else (False,):
+                    argv = ["python3", *floors.bare_argv(env, answers[0][1], True, per_case)]
+                    yield f"{named} bare verifier{', a process per case' if per_case else ''}", \
+                        lambda spec=spec, argv=argv: strict_ms(provider, spec, argv, b"")[0]
         for label, code, right in answers:
             if "strict" in rows:
                 def strict(spec=spec, code=code, right=right, label=f"{named} {label} strict") -> float:
@@ -186,8 +201,9 @@ def main() -> int:
     finally:
         provider.close()
     print(f"container CPU ms per sample, median (min) of {args.n}; load average {os.getloadavg()[0]:.2f}")
+    width = max(map(len, spent))
     for label, values in spent.items():
-        print(f"  {label:<44} {statistics.median(values):7.1f} ms  ({min(values):.1f})")
+        print(f"  {label:<{width}} {statistics.median(values):7.1f} ms  ({min(values):.1f})")
     return 0
 
 

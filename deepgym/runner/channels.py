@@ -66,10 +66,14 @@ def _visible(char: str) -> str:
     return char if char.isprintable() or char in "\n\t" else repr(char)[1:-1]
 
 
+# Newlines and tabs, which :func:`_visible` keeps: text whose other characters are printable needs no escape.
+_LAYOUT = {ord("\n"): None, ord("\t"): None}
+
+
 def _bounded(raw: str, limit: int) -> str:
     """``raw`` with every character visible (see :func:`_visible`), cut to ``limit`` characters."""
     cut = raw[: limit + 1]
-    clean = cut if cut.isprintable() else "".join(map(_visible, cut))
+    clean = cut if cut.translate(_LAYOUT).isprintable() else "".join(map(_visible, cut))
     if len(clean) <= limit:
         return clean
     return clean[: limit - 3] + "..." if limit >= 3 else clean[:limit]

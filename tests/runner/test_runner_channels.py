@@ -255,9 +255,25 @@ def test_values_shown_in_the_report(value: Any, limit: int) -> None:
         _report_safe(text)
 
 
+layout = st.text(st.sampled_from("a 1\n\t"), max_size=20)  # printable but for newlines and tabs
+one_control = st.builds(lambda before, char, after: before + char + after, layout,
+                        st.sampled_from(["", "\r", "\x1b", "\x00", "\x85", "\u2028", "\u202e", "\udc80"]), layout)
+
+
+@FUZZ
+@given(text=st.one_of(one_control, st.text(max_size=60)), limit=st.sampled_from([0, 3, 10, 200]))
+def test_text_shown_in_the_report_is_every_character_made_visible(text: str, limit: int) -> None:
+    """The shortcut for text that needs no escape (printable but for newlines and tabs) shows what spelling out
+    each character would."""
+    spelled = "".join(map(channels._visible, text[:limit + 1]))
+    assert channels.plain(text, limit) == (spelled if len(spelled) <= limit else
+                                           spelled[:limit - 3] + "..." if limit >= 3 else spelled[:limit])
+
+
 def test_control_characters_are_shown_not_obeyed() -> None:
     assert channels.plain("a\x1b[2J\x00\u202e\udc80\nb\tc") == "a\\x1b[2J\\x00\\u202e\\udc80\nb\tc"
     assert channels.head(b"\xff\x1b[31m ok") == "\ufffd\\x1b[31m ok"
+    assert channels.head(b"1 2\r\n3\t4\n") == "1 2\\r\n3\t4\n"
 
 
 def _outcome(call: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
