@@ -2,6 +2,7 @@
 
     python benchmarks/runner_cpu.py                 # coin_change right and wrong, prog_max_subarray right; 9 each
     python benchmarks/runner_cpu.py -n 21 --envs coin_change
+    python benchmarks/runner_cpu.py --envs row_stdin    # the dataset row of benchmarks/floors.py
 
 Samples/s on a shared 2-core machine move with every other process; the CPU time a container's cgroup charges
 moves far less, so this is the figure to watch while changing the in-image runner. Each line is the median
@@ -48,6 +49,7 @@ from deepgym.environments import load_environment  # noqa: E402
 from deepgym.authoring.check import as_response  # noqa: E402
 from deepgym.environments import sandbox_spec  # noqa: E402
 from deepgym.extract import submission  # noqa: E402
+from deepgym.rows import row_task  # noqa: E402
 from deepgym.judging import IMAGE_RUNNER, WARM_RUNNER, Images  # noqa: E402
 from deepgym.runner.protocol import Request, parse_events  # noqa: E402
 from deepgym.sandbox.base import ExecOptions  # noqa: E402
@@ -87,10 +89,27 @@ def host_counter_ns(container: str) -> int:
                      "the warm rows need a readable cgroup hierarchy")
 
 
-def request_for(env, code: str) -> Request:
-    """The request the client would send for ``code`` (answered as a model would) on ``env``."""
-    return Request(nonce=secrets.token_hex(16), kind=env.kind, submission=submission(env, as_response(env, code)), entry_point=env.entry_point,
-                   scoring=env.scoring, limits=env.limits)
+def request_for(env, code: str, tests: dict | None = None) -> Request:
+    """The request the client would send for ``code`` (answered as a model would) on ``env``; for the dataset
+    row, its ``tests`` (the code is then the submission as it is)."""
+    answer = code if tests is not None else submission(env, as_response(env, code))
+    return Request(nonce=secrets.token_hex(16), kind=env.kind, submission=answer, entry_point=env.entry_point,
+                   scoring=env.scoring, limits=env.limits, tests=tests)
+
+
+def samples_of(env_name: str) -> tuple[object, dict | None, list[tuple[str, str, bool]]]:
+    """(environment, the row's tests or None, answers: label, code, is right) of ``env_name`` (an environment's
+    name, or :data:`floors.ROW` for the dataset row)."""
+    if env_name == floors.ROW:
+        task = row_task(floors.ROW_SOURCE, floors.row_truth())
+        return task.environment, task.tests, [("right", floors.RIGHT, True), ("wrong", floors.WRONG, False)]
+    env = load_environment(env_name)
+    found = env.solutions()
+    wrong = sorted(name for name in found if name.startswith("wrong_"))
+    answers = [("right", found["reference"].read_text(), True)]
+    if wrong and env.kind == "function":
+        answers.append(("wrong", found[wrong[0]].read_text(), False))
+    return env, None, answers
 
 
 def report_of(stdout: bytes, nonce: str) -> dict:
@@ -131,19 +150,14 @@ def image_of(provider: DockerProvider, env, tag: str | None) -> str:
 
 def lines_for(provider: DockerProvider, env_name: str, rows: list[str], tags: list[str | None]):
     """(label, measure) for each line of ``env_name``: ``measure()`` judges one sample and returns its ms."""
-    env = load_environment(env_name)
-    found = env.solutions()
-    wrong = sorted(name for name in found if name.startswith("wrong_"))
-    answers = [("right", found["reference"].read_text(), True)]
-    if wrong and env.kind == "function":
-        answers.append(("wrong", found[wrong[0]].read_text(), False))
+    env, tests, answers = samples_of(env_name)
     for tag in tags:
         spec = sandbox_spec(env, image_of(provider, env, tag))
         named = f"{env_name}{'' if tag is None else ':' + tag}"
         if "strict" in rows:
             yield f"{named} python3 -c pass", lambda spec=spec: strict_ms(
                 provider, spec, ["python3", "-I", "-B", "-c", "pass"], b"")[0]
-            if floors.has_floor(env):
+            if tests is None and floors.has_floor(env):  # the row's floor runs on the host only
                 for per_case in (False, True) if env.kind == "program" else (False,):
                     argv = ["python3", *floors.bare_argv(env, answers[0][1], True, per_case)]
                     yield f"{named} bare verifier{', a process per case' if per_case else ''}", \
@@ -151,22 +165,24 @@ def lines_for(provider: DockerProvider, env_name: str, rows: list[str], tags: li
         for label, code, right in answers:
             if "strict" in rows:
                 def strict(spec=spec, code=code, right=right, label=f"{named} {label} strict") -> float:
-                    request = request_for(env, code)
+                    request = request_for(env, code, tests)
                     ms, stdout = strict_ms(provider, spec, list(IMAGE_RUNNER), request.to_json().encode() + b"\n")
                     check(report_of(stdout, request.nonce), right, label)
                     return ms
                 yield f"{named} {label} strict", strict
             if "warm" in rows:
-                yield f"{named} {label} warm", warm_measure(provider, env, spec, code, right, f"{named} {label} warm")
+                yield f"{named} {label} warm", warm_measure(provider, spec, lambda code=code: request_for(
+                    env, code, tests), right, f"{named} {label} warm")
 
 
-def warm_measure(provider: DockerProvider, env, spec, code: str, right: bool, label: str):
-    """``measure()`` for one warm sample in the pool's container of ``spec`` (started by a first sample here)."""
+def warm_measure(provider: DockerProvider, spec, request_of, right: bool, label: str):
+    """``measure()`` for one warm sample (``request_of()`` makes its request) in the pool's container of ``spec``
+    (started by a first sample here)."""
     pool = provider.warm_pool()
     kind = key(spec, WARM_RUNNER, ExecOptions(timeout_s=0))
 
     def judged() -> None:
-        request = request_for(env, code)
+        request = request_of()
         result = pool.run(spec, WARM_RUNNER, request, request.limits.host_deadline_s)
         check(report_of(result.stdout, request.nonce), right, label)
 
