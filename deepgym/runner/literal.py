@@ -20,9 +20,11 @@ object with a rigged ``__eq__`` in the submission's process arrives as its plain
 
 from __future__ import annotations
 
-import base64
 import binascii
-from typing import Any
+
+TYPE_CHECKING = False  # typing and base64 (with re) are not imported: a row's trusted tests start fresh per sample
+if TYPE_CHECKING:
+    from typing import Any
 
 # Deeper values are refused on both sides: the decoder recurses, and no test's value nests this deep.
 MAX_DEPTH = 30
@@ -65,7 +67,7 @@ def encode(value: Any, depth: int = 0) -> Any:
     if kind is dict:
         return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
     if kind is bytes:
-        return {"b": base64.b64encode(value).decode()}
+        return {"b": binascii.b2a_base64(value, newline=False).decode()}  # base64.b64encode
     if kind is complex:
         return {"c": [encode(value.real), encode(value.imag)]}
     raise Unencodable(f"a value of type {kind.__name__} cannot be passed as data")
@@ -91,6 +93,16 @@ def _int(text: Any) -> Any:
     return int(text, 16)
 
 
+def _bytes(text: Any) -> Any:
+    """``base64.b64decode(text, validate=True)`` for a str (which is binascii's strict base64 on its ASCII)."""
+    if not isinstance(text, str) or not text.isascii():
+        return INVALID
+    try:
+        return binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error:
+        return INVALID
+
+
 def decode(data: Any, depth: int = 0) -> Any:
     """The value :func:`encode` made ``data`` from, built from plain builtins only; :data:`INVALID` when
     ``data`` is not such an encoding (never raises)."""
@@ -109,10 +121,7 @@ def decode(data: Any, depth: int = 0) -> Any:
     if tag == "i":
         return _int(body)
     if tag == "b":
-        try:
-            return base64.b64decode(body, validate=True) if isinstance(body, str) else INVALID
-        except (binascii.Error, ValueError):
-            return INVALID
+        return _bytes(body)
     if type(body) is not list:
         return INVALID
     if tag == "c":

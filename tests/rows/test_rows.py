@@ -3,11 +3,12 @@ conversion of dataset records to verl rows (``deepgym datasets``)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from deepgym.cli import main
@@ -159,6 +160,26 @@ def test_decoding_garbage_never_raises(data):
     value = literal.decode(data)
     assert value is literal.INVALID or isinstance(value, (type(None), bool, int, float, str, bytes, complex, list,
                                                           tuple, set, frozenset, dict))
+
+
+@settings(max_examples=300, derandomize=True)
+@example("AA===")
+@example("=")
+@example("QQ==\n")
+@example("QQ=")
+@example("é")
+@given(st.one_of(st.binary(max_size=12).map(lambda data: base64.b64encode(data).decode()),
+                 st.text(st.sampled_from("AZaz09+/=\n é"), max_size=12), st.text(max_size=8)))
+def test_bytes_decode_as_base64_validating_decodes_them(text):
+    """Bytes cross as base64, read as ``base64.b64decode(validate=True)`` reads them (the runner's own check
+    spares it base64's imports): the same bytes, or nothing for whatever base64 refuses."""
+    try:
+        expected = base64.b64decode(text, validate=True)
+    except ValueError:  # binascii.Error too
+        expected = literal.INVALID
+    assert literal.decode({"b": text}) == expected
+    if expected is not literal.INVALID:
+        assert literal.encode(expected) == {"b": base64.b64encode(expected).decode()}
 
 
 def test_only_plain_types_cross():

@@ -76,3 +76,13 @@ def test_a_fresh_runner_imports_none_of_the_heavy_standard_modules(kind):
         avoided -= importing(image_name(env.id), f"import {prelude}") - importing(image_name(env.id), "pass")
         assert {"shutil", "secrets", "pathlib", "subprocess"} <= avoided, sorted(avoided)  # still checked here
     assert imported & avoided == set(), sorted(imported & avoided)
+
+
+def test_a_rows_trusted_tests_process_starts_without_the_heavy_standard_modules():
+    # An assert row (HumanEval, MBPP) starts its trusted tests in a fresh interpreter per sample, in strict and
+    # warm mode alike (processes.python_main: no runpy); the same modules cost a millisecond each there.
+    env = row_task("mbpp", {"test_list": ["assert add(1, 2) == 3"]}).environment
+    ensure_images(env.id)
+    imported = importing(image_name(env.id), "from deepgym_runner.kinds.row_tests import main")
+    assert {"deepgym_runner", "os", "binascii"} <= imported, sorted(imported)  # row_tests and literal were imported
+    assert imported & AVOIDED == set(), sorted(imported & AVOIDED)

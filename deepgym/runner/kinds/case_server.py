@@ -20,14 +20,13 @@ from __future__ import annotations
 import fcntl
 import math
 import os
-import sys
 
 from .. import wire
 from ..confine import fdpass
 from ..channels import Fault, head, plain
 from ..confine.forked import Forked, hand_off
 from ..protocol import Limits
-from ..confine.processes import ZYGOTE, Processes
+from ..confine.processes import ZYGOTE, Processes, python_main
 from ..confine.supervise import Ending, Supervised, failure
 from ..confine.usage import Budget
 
@@ -64,7 +63,7 @@ class CaseServer:
                                                      main="case_server")
             else:
                 argv[4] = str(theirs.fileno())
-                self._zygote = processes.spawn([sys.executable, "-I", "-B", "-m", ZYGOTE, *argv],
+                self._zygote = processes.spawn([*python_main(ZYGOTE), *argv],
                                                pass_fds=(theirs.fileno(),), cwd=folder)
         except BaseException:
             control.close()

@@ -22,7 +22,7 @@ from .. import wire
 from . import hidden_cases
 from ..channels import Fault, Reply, shown, worker_reply
 from ..protocol import Limits
-from ..confine.processes import WORKER, Meter, Processes
+from ..confine.processes import WORKER, Meter, Processes, python_main
 from ..confine.supervise import Ending, Supervised, failure
 from ..confine.usage import Budget, Usage
 from ..confine.workspace import Workspace
@@ -72,8 +72,8 @@ class Worker:
                 proc = processes.fork_worker([*args, "3", "4"], (req_r, reply_w), cwd, preload)
             else:
                 started = WORKER if module == "worker" else f"{__package__}.{module}"  # row_tests: a kind's own
-                proc = processes.spawn([sys.executable, "-I", "-B", "-m", started, *args, str(req_r),
-                                      str(reply_w)], pass_fds=(req_r, reply_w), cwd=cwd, uid=uid)
+                proc = processes.spawn([*python_main(started), *args, str(req_r), str(reply_w)],
+                                       pass_fds=(req_r, reply_w), cwd=cwd, uid=uid)
         except BaseException:
             os.close(reply_r)
             os.close(req_w)

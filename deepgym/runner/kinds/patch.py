@@ -37,7 +37,6 @@ import os
 import posixpath
 import shutil
 import stat
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -48,7 +47,7 @@ from ..diff import FilePatch
 from ..diff import parse as parse_diff
 from .function import equal, run_calls
 from ..protocol import Limits
-from ..confine.processes import WORKER, Processes
+from ..confine.processes import WORKER, Processes, python_main
 from ..confine.supervise import Supervised, failure
 from ..confine.usage import Budget, Usage
 from ..confine.workspace import Workspace
@@ -271,8 +270,8 @@ def apply_and_verify(processes: Processes, limits: Limits, stage: Path, work: Pa
 
 def spawn_worker(processes: Processes, limits: Limits, mode: str, args: list[str], *, uid: int | None = None,
            channel: tuple[int, int] | None = None, cwd: str = "/") -> Supervised:
-    argv = [sys.executable, "-I", "-B", "-m", WORKER, mode, str(limits.memory_mb),
-            str(limits.nofile), str(math.ceil(limits.case_cpu_s) + 1), *args]
+    argv = [*python_main(WORKER), mode, str(limits.memory_mb), str(limits.nofile),
+            str(math.ceil(limits.case_cpu_s) + 1), *args]
     pass_fds = (channel[1],) if channel else ()
     try:
         proc = processes.spawn(argv, pass_fds=pass_fds, cwd=cwd, uid=uid)

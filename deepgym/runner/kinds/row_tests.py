@@ -1,6 +1,7 @@
 """The trusted side of a row's assert-style tests (HumanEval's ``check(candidate)``, MBPP's ``assert`` lines).
 
-``python3 -m deepgym_runner.kinds.row_tests tests MEMORY_MB NOFILE CPU_S - REQUESTS_FD REPLIES_FD``
+``main(["tests", MEMORY_MB, NOFILE, CPU_S, "-", REQUESTS_FD, REPLIES_FD])`` in a fresh interpreter
+(:func:`~deepgym_runner.confine.processes.python_main`)
 
 The runner starts this process as a user of its own (the request's ``applier_uid``, which a row never needs
 for a patch), not as the submission's, so the submission can neither signal, trace nor read it, and the test
@@ -19,13 +20,15 @@ each case; ``{"event": "setup_error", "error"}`` when the dataset's own code doe
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import sys
-from typing import Any, Callable
 
-from .. import literal
+from .. import literal, wire
 from ..confine.worker import confine, describe
+
+TYPE_CHECKING = False  # typing and json are not imported: this trusted process starts fresh for every sample
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 # Exceptions a submission's call may raise into the tests by name; the rest (SystemExit, KeyboardInterrupt,
 # GeneratorExit, classes of its own) arrive as RuntimeError, so the tests' ``except Exception`` sees them as
@@ -80,11 +83,11 @@ def run(requests_fd: int, replies_fd: int) -> None:
     replies = os.fdopen(replies_fd, "wb")
 
     def send(message: dict) -> None:
-        replies.write(json.dumps(message).encode() + b"\n")
+        replies.write(wire.dumps(message).encode() + b"\n")
         replies.flush()
 
     def receive() -> dict:
-        return json.loads(requests.readline())
+        return wire.loads(requests.readline())
 
     tests = receive()
     namespace: dict[str, Any] = {"__name__": "__deepgym_tests__", "__builtins__": builtins}
