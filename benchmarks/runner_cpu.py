@@ -2,7 +2,7 @@
 
     python benchmarks/runner_cpu.py                 # coin_change right and wrong, prog_max_subarray right; 9 each
     python benchmarks/runner_cpu.py -n 21 --envs coin_change
-    python benchmarks/runner_cpu.py --envs row_stdin    # the dataset row of benchmarks/floors.py
+    python benchmarks/runner_cpu.py --envs row_stdin row_assert   # floors.py's stdin row, an MBPP-shaped row
 
 Samples/s on a shared 2-core machine move with every other process; the CPU time a container's cgroup charges
 moves far less, so this is the figure to watch while changing the in-image runner. Each line is the median
@@ -97,12 +97,22 @@ def request_for(env, code: str, tests: dict | None = None) -> Request:
                    scoring=env.scoring, limits=env.limits, tests=tests)
 
 
+# An MBPP-shaped assert row: its tests run in a trusted process of their own, started fresh per sample.
+ASSERT_ROW = "row_assert"
+ASSERT_TESTS = {"test_list": ["assert add(1, 2) == 3", "assert add(3, 4) == 7", "assert add(-1, 1) == 0"]}
+ASSERT_ANSWERS = [("right", "def add(a, b):\n    return a + b\n", True),
+                  ("wrong", "def add(a, b):\n    return a - b\n", False)]
+
+
 def samples_of(env_name: str) -> tuple[object, dict | None, list[tuple[str, str, bool]]]:
     """(environment, the row's tests or None, answers: label, code, is right) of ``env_name`` (an environment's
-    name, or :data:`floors.ROW` for the dataset row)."""
+    name, :data:`floors.ROW` for the stdin row or :data:`ASSERT_ROW`)."""
     if env_name == floors.ROW:
         task = row_task(floors.ROW_SOURCE, floors.row_truth())
         return task.environment, task.tests, [("right", floors.RIGHT, True), ("wrong", floors.WRONG, False)]
+    if env_name == ASSERT_ROW:
+        task = row_task("mbpp", ASSERT_TESTS)
+        return task.environment, task.tests, ASSERT_ANSWERS
     env = load_environment(env_name)
     found = env.solutions()
     wrong = sorted(name for name in found if name.startswith("wrong_"))
