@@ -1,7 +1,7 @@
 """The trusted side of a row's assert-style tests (HumanEval's ``check(candidate)``, MBPP's ``assert`` lines).
 
 ``main(["tests", MEMORY_MB, NOFILE, CPU_S, "-", REQUESTS_FD, REPLIES_FD])`` in a fresh interpreter
-(:func:`~deepgym_runner.confine.processes.python_main`)
+(:func:`~deepgym_runner.confine.processes.python_main`).
 
 The runner starts this process as a user of its own (the request's ``applier_uid``, which a row never needs
 for a patch), not as the submission's, so the submission can neither signal, trace nor read it, and the test
