@@ -44,8 +44,17 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
+_LIBC: ctypes.CDLL | None = None
+
+
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    """The C library's handle, made on first use (a fork inherits it): warm mode's clean-up takes file rights
+    for every entry it walks, and a handle per use cost a dlopen each time. ctypes keeps ``errno`` per thread,
+    so the one handle serves every thread."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
 
 
 def _check(result: int, what: str) -> None:
