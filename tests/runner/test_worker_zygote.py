@@ -210,6 +210,7 @@ def test_a_zygote_that_never_forks_the_worker_is_the_runners_failure_never_a_tim
 # A forked case server that cannot start: it is told to run in a folder that does not exist, so the zygote's
 # child fails before its "ready" (nothing of a submission's has run) and prints its traceback as it exits.
 START_FAILURE = '''
+import os
 from deepgym_runner.confine.container import Container
 from deepgym_runner.confine.forked import Workers
 from deepgym_runner.confine.processes import Processes
@@ -218,10 +219,15 @@ from deepgym_runner.kinds.case_server import CaseServer, ZygoteFailed
 from deepgym_runner.protocol import Limits
 processes = Processes(Container(), workers=Workers().connect())
 server = CaseServer(processes, Limits(), "/no-such-folder/main.py", ())
+stdin = os.open(os.devnull, os.O_RDONLY)
 try:
-    server.run(Budget(Limits()), b"", lambda output: None, {})
+    server.run(Budget(Limits()), stdin, lambda output: None, {})
 except ZygoteFailed as exc:
     print(exc)
+try:
+    os.fstat(stdin)
+except OSError:
+    print("the case's stdin was closed")
 '''
 
 
@@ -235,3 +241,4 @@ def test_a_forked_case_server_that_fails_to_start_says_why():
     assert result.returncode == 0, result.stderr
     assert said.startswith("the case server did not start"), result
     assert "FileNotFoundError" in said and "/no-such-folder" in said, said
+    assert said.rstrip().endswith("the case's stdin was closed"), said  # run() took it over, and closed it

@@ -4,10 +4,11 @@ interpreter per case.
 
 Every rule of a case run by a fresh process still holds, enforced here by the runner: the case's CPU and
 wall-clock limits (:meth:`Supervised.wait`, the child's own RLIMIT_CPU), the memory limits, the output cap,
-a fresh stdout and stderr pipe per case that only that case's child ever holds, the input as an anonymous
-file the child can only read (as a hidden test file opened for reading was: :func:`read_only_input`), and the
-comparison of the output in the runner. The zygote is the submission's: it gets no expected
-output, and its reply (the exit status) is the submission's data.
+a fresh stdout and stderr pipe per case that only that case's child ever holds, the input as a descriptor the
+child can only read (a program task's hidden test file opened for reading; a row's input, which comes with the
+request, as a sealed anonymous file: :func:`read_only_input`), and the comparison of the output in the runner.
+The zygote is the submission's: it gets no expected output, and its reply (the exit status) is the submission's
+data.
 
 The zygote is kept for the next case only when a case ended cleanly (it exited, the zygote replied, and no
 other process of the submission is left). After anything else (a limit, a zygote killed or stopped by the
@@ -90,17 +91,22 @@ class CaseServer:
             raise ZygoteFailed(f"the case server did not start ({ready[:200]!r}): {stderr}")
         self._pid = hello["pid"]
 
-    def run(self, budget: Budget, data: bytes, compare: Callable[[bytes], Fault | None],
+    def run(self, budget: Budget, stdin: int, compare: Callable[[bytes], Fault | None],
             result: dict[str, Any]) -> dict[str, Any]:
-        """Run the program on ``data`` as its stdin; ``compare`` judges its output (None: right)."""
+        """Run the program with ``stdin`` as its stdin: a descriptor open for reading only, of a file the
+        submission's user cannot open itself, which this takes over and closes. ``compare`` judges its output
+        (None: right)."""
         limits = budget.limits
         cpu_limit = min(limits.case_cpu_s, budget.cpu_left())
         output_limit = limits.output_kb * 1024
         meter = self.processes.watch()  # before the zygote starts: the first case pays for its start
-        if self._zygote is None:
-            self._start()
+        try:
+            if self._zygote is None:
+                self._start()
+        except BaseException:
+            os.close(stdin)
+            raise
         assert self._zygote is not None and self._control is not None
-        stdin = read_only_input(data)  # a failure here is the runner's: it propagates (no verdict)
         # The submission may have killed the zygote: the case then ends as a program that closed its channel.
         child = hand_off(self._control, wire.dumps({"cpu_s": math.ceil(cpu_limit) + 1}).encode(), stdin,
                          zygote_may_be_gone=True)
@@ -150,7 +156,7 @@ def written_so_far(stream: IO[bytes] | None) -> str:
 def read_only_input(data: bytes) -> int:
     """A descriptor, open for reading only, of an anonymous file holding ``data``: sealed against every change,
     and owned by the runner with mode 0444, so the case's process can neither write, truncate nor grow it, nor
-    reopen it for writing through ``/proc/self/fd``."""
+    reopen it for writing through ``/proc/self/fd``. A failure here is the runner's: it propagates (no verdict)."""
     memfd = os.memfd_create("case-input", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         view = memoryview(data)

@@ -51,15 +51,17 @@ def judge(request, env_dir: str, processes: Processes, workspace: Workspace, on_
         for name in names:
             with open(os.path.join(cases_dir, name + ".out"), "rb") as f:
                 expected = f.read()
-            with open(os.path.join(cases_dir, name + ".in"), "rb") as f:
-                data = f.read()
-            result = {"id": name, "input": head(data[:1 << 10]), "expected": head(expected), "actual": None}
+            given = os.path.join(cases_dir, name + ".in")
+            with open(given, "rb") as f:
+                result = {"id": name, "input": head(f.read(1 << 10)), "expected": head(expected), "actual": None}
             exhausted = budget.used_up()
             if exhausted is not None:
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                results.append(server.run(budget, data,
+                # The hidden file itself, open for reading only, is the case's stdin: the submission's user can
+                # neither open it again (nor its folder) nor write to it, so the runner need not copy it.
+                results.append(server.run(budget, os.open(given, os.O_RDONLY | os.O_CLOEXEC),
                                           lambda actual, want=expected: program_output(want, actual, tolerance), result))
             if fail_fast and not results[-1]["passed"]:
                 break

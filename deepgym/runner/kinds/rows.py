@@ -33,7 +33,7 @@ from ..confine.workspace import Workspace
 from ..literal import INVALID, decode, encode
 from ..protocol import Limits
 from . import program
-from .case_server import CaseServer
+from .case_server import CaseServer, read_only_input
 from .function import Worker, reply_of, run_calls
 
 TYPE_CHECKING = False  # typing, json, secrets and shutil are not imported: a fresh runner pays for each
@@ -168,7 +168,7 @@ def _stdin(request, tests: dict, processes: Processes, workspace: Workspace, on_
                 results.append({**result, "passed": False, "error_type": "solution_timeout", "error": exhausted,
                                 "cpu_s": 0.0})
             else:
-                results.append(server.run(budget, case["input"].encode(),
+                results.append(server.run(budget, read_only_input(case["input"].encode()),
                                           lambda actual, want=case["output"]: _compare_output(actual, want), result))
             if fail_fast and not results[-1]["passed"]:
                 break
