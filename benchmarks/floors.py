@@ -14,8 +14,8 @@ per sample on the host (``subprocess``: the least any process per sample costs).
 
 These floors run every case in the one interpreter, so a case can see and change what the ones before it left
 (globals of imported modules, caches, the recursion limit); deepgym runs each case of a program or a stdin row in
-a process of its own, forked from the sample's case server. :data:`BARE_PROGRAM_PER_CASE` is the bare program
-verifier paying for that too: each case in a child forked from the verifier, its output read through a pipe
+a process of its own, forked from the sample's case server. :data:`BARE_PROGRAM` can pay for that too (its last
+argument): each case in a child forked from the verifier, its output read through a pipe
 (``benchmarks/runner_cpu.py`` measures both in the container, beside deepgym's runner).
 
 **The dataset row** (environment name :data:`ROW`): a CodeContests-shaped stdin row (``benchmarks/datasets.py``'s
@@ -57,69 +57,58 @@ BARE_FUNCTION = textwrap.dedent('''
     sys.exit(not all(function(*case["args"]) == case["expected"] for case in json.loads(sys.argv[3])))
 ''')
 
-# argv: the program, the cases folder, each case's CPU seconds. Exit 0 when every case passes.
+# argv: the program, the cases folder, each case's CPU seconds, and "1" to run each case in a child forked from the
+# verifier (the input file on its stdin, its stdout a pipe: the least deepgym's process per case can cost) or "0"
+# to run every case in this interpreter. A case passes when the program ran to its end (or exited 0) within its
+# CPU time and its output's tokens are the expected ones; exit 0 when every case passes.
 BARE_PROGRAM = textwrap.dedent('''
     import io, os, signal, sys
     code = compile(sys.argv[1], "solution.py", "exec")
-    folder, cpu_s = sys.argv[2], float(sys.argv[3])
+    folder, cpu_s, per_case = sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1"
     def over(*_):
         raise TimeoutError
     signal.signal(signal.SIGPROF, over)
-    real = sys.stdout
-    for name in sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".in")):
-        with open(os.path.join(folder, name + ".in"), "rb") as f:
-            sys.stdin = io.TextIOWrapper(io.BytesIO(f.read()))
-        sys.stdout = out = io.TextIOWrapper(io.BytesIO())
+    def run():
         signal.setitimer(signal.ITIMER_PROF, cpu_s)
         try:
             exec(code, {"__name__": "__main__"})
-            out.flush()
         except SystemExit as exc:
-            out.flush()
-            if exc.code not in (None, 0):
-                sys.exit(1)
+            return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
         except BaseException:
-            sys.exit(1)
+            return 1
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
-            sys.stdout = real
-        with open(os.path.join(folder, name + ".out"), "rb") as f:
-            if out.buffer.getvalue().split() != f.read().split():
-                sys.exit(1)
-''')
-
-# The same, each case in a child forked from the verifier: the input file on its stdin, its stdout a pipe, its
-# CPU limited as above; a case passes when the child exits 0 and its output's tokens are the expected ones.
-BARE_PROGRAM_PER_CASE = textwrap.dedent('''
-    import os, signal, sys
-    code = compile(sys.argv[1], "solution.py", "exec")
-    folder, cpu_s = sys.argv[2], float(sys.argv[3])
-    for name in sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".in")):
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.dup2(os.open(os.path.join(folder, name + ".in"), os.O_RDONLY), 0)
-            os.dup2(write_end, 1)
-            sys.stdin, sys.stdout = open(0, closefd=False), open(1, "w", closefd=False)
-            signal.setitimer(signal.ITIMER_PROF, cpu_s)
-            status = 0
-            try:
-                exec(code, {"__name__": "__main__"})
-            except SystemExit as exc:
-                status = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
-            except BaseException:
-                status = 1
             sys.stdout.flush()
-            os._exit(status)
-        os.close(write_end)
-        chunks = []
-        while chunk := os.read(read_end, 1 << 16):
-            chunks.append(chunk)
-        os.close(read_end)
-        if os.waitpid(pid, 0)[1] != 0:
-            sys.exit(1)
-        with open(os.path.join(folder, name + ".out"), "rb") as f:
-            if b"".join(chunks).split() != f.read().split():
+        return 0
+    real = sys.stdout
+    for name in sorted(n[:-3] for n in os.listdir(folder) if n.endswith(".in")):
+        path = os.path.join(folder, name)
+        if per_case:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                status = 1
+                try:
+                    os.dup2(os.open(path + ".in", os.O_RDONLY), 0)
+                    os.dup2(write_end, 1)
+                    sys.stdin, sys.stdout = open(0, closefd=False), open(1, "w", closefd=False)
+                    status = run()
+                finally:
+                    os._exit(status)
+            os.close(write_end)
+            chunks = []
+            while chunk := os.read(read_end, 1 << 16):
+                chunks.append(chunk)
+            os.close(read_end)
+            status, output = os.waitpid(pid, 0)[1], b"".join(chunks)
+        else:
+            with open(path + ".in", "rb") as f:
+                sys.stdin = io.TextIOWrapper(io.BytesIO(f.read()))
+            sys.stdout = out = io.TextIOWrapper(io.BytesIO())
+            status = run()
+            sys.stdout, output = real, out.buffer.getvalue()
+        with open(path + ".out", "rb") as f:
+            if status != 0 or output.split() != f.read().split():
                 sys.exit(1)
 ''')
 
@@ -154,15 +143,15 @@ def function_cases(environment) -> str:
 def bare_argv(environment, code: str, in_container: bool, per_case: bool = False) -> list[str]:
     """The interpreter's arguments that run the bare verifier of ``environment`` (None: the row) on ``code``,
     in a container of its image or on this host; with ``per_case``, a program's each case in a process of its
-    own (:data:`BARE_PROGRAM_PER_CASE`)."""
-    program = BARE_PROGRAM_PER_CASE if per_case else BARE_PROGRAM
+    own (:data:`BARE_PROGRAM`)."""
+    forks = "1" if per_case else "0"
     if environment is None:
-        return ["-I", "-S", "-c", program, code, _row_dir(), "2"]
+        return ["-I", "-S", "-c", BARE_PROGRAM, code, _row_dir(), "2", forks]
     if environment.kind == "function":
         return ["-I", "-S", "-c", BARE_FUNCTION, code, environment.entry_point, _cached_cases(environment)]
     if environment.kind == "program":
         folder = CONTAINER_CASES if in_container else str(environment.tests_dir / "cases")
-        return ["-I", "-S", "-c", program, code, folder, f"{environment.limits.case_cpu_s:g}"]
+        return ["-I", "-S", "-c", BARE_PROGRAM, code, folder, f"{environment.limits.case_cpu_s:g}", forks]
     raise SystemExit(f"the bare rows run function and program environments and the row, not {environment.id} "
                      f"({environment.kind})")
 

@@ -60,16 +60,12 @@ from deepgym.sandbox.docker import key  # noqa: E402
 # the shell's builtin ``read`` so that no extra process is charged between the two readings; then the
 # command's exit status.
 MEASURED = r"""
-if [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then
-  read before < /sys/fs/cgroup/cpuacct/cpuacct.usage; "$@"; status=$?
-  read after < /sys/fs/cgroup/cpuacct/cpuacct.usage
-  echo "@@cpu $((after - before)) $status"
-else
-  while read key value; do [ "$key" = usage_usec ] && before=$value; done < /sys/fs/cgroup/cpu.stat
-  "$@"; status=$?
-  while read key value; do [ "$key" = usage_usec ] && after=$value; done < /sys/fs/cgroup/cpu.stat
-  echo "@@cpu $(((after - before) * 1000)) $status"
-fi
+cpu() {
+  if [ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]; then read ns < /sys/fs/cgroup/cpuacct/cpuacct.usage
+  else while read key value; do [ "$key" = usage_usec ] && ns=$((value * 1000)); done < /sys/fs/cgroup/cpu.stat; fi
+}
+cpu; before=$ns; "$@"; status=$?; cpu
+echo "@@cpu $((ns - before)) $status"
 """
 # Where this host keeps a docker container's CPU counter (nanoseconds, or cpu.stat's usage_usec).
 HOST_COUNTERS = ("/sys/fs/cgroup/cpuacct/docker/{id}/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/docker/{id}/cpuacct.usage",

@@ -51,13 +51,13 @@ if TYPE_CHECKING:
     from ..admission import Admission
     from ..runner.protocol import Request
 
-# The runner's command line in image-based sandboxes: the image's entry point without ``-m``, whose runpy imports
-# (importlib.util, contextlib, functools, collections) cost every fresh runner some 4 ms of CPU per sample.
-IMAGE_RUNNER = ("python3", "-I", "-B", "-c", "from deepgym_runner.__main__ import leave, main; leave(main())")
-# The in-sandbox side of a shell episode (deepgym.runner.episode.verify), as the image carries it.
-IMAGE_EPISODE_RUNNER = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.verify")
-# A persistent terminal's in-sandbox side (deepgym.runner.episode.terminal), as the image carries it.
-IMAGE_TERMINAL = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.terminal")
+# How deepgym's processes start in an image: isolated (no PYTHON* variables, user site or script folder), no .pyc.
+IMAGE_PYTHON = ("python3", "-I", "-B")
+# The runner's command line: the image's entry point, but ``-c`` (runpy's imports cost a fresh runner some 4 ms).
+IMAGE_RUNNER = (*IMAGE_PYTHON, "-c", "from deepgym_runner.__main__ import leave, main; leave(main())")
+# The in-sandbox sides of a shell episode and of a persistent terminal, as the image carries them.
+IMAGE_EPISODE_RUNNER = (*IMAGE_PYTHON, "-m", "deepgym_runner.episode.verify")
+IMAGE_TERMINAL = (*IMAGE_PYTHON, "-m", "deepgym_runner.episode.terminal")
 STDERR_TAIL_BYTES = 8192
 """How much of a command's stderr an :class:`ExecResult` keeps: the end, where a traceback says what broke."""
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..environments import Environment
 from ..runner.episode.computer import describe, parse_action
 from ..sandbox import ExecOptions, Provider, SandboxLost, SandboxSpec, StartFailure
+from ..sandbox.base import IMAGE_PYTHON
 from ..verdict import NoVerdictError
 from .channel import Channel
 from .episode import HOST_GRACE_S, Context, Episode
@@ -46,7 +47,7 @@ from .results import Observation, Reply, Verification
 if TYPE_CHECKING:
     from ..sandbox.base import AttachedRun
 
-SUPERVISOR = ("python3", "-I", "-B", "-m", "deepgym_desktop")
+SUPERVISOR = (*IMAGE_PYTHON, "-m", "deepgym_desktop")
 READY_S = 60.0
 START_S = 30.0
 Take = Callable[[SandboxSpec, "tuple[int, int]"], "Desktop | None"]

@@ -22,12 +22,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..rows import RowTask
+from ..sandbox.base import IMAGE_PYTHON
 from .episode import HOST_GRACE_S, Context, Episode
 from .shell import AGENT_UID
 from .terminal import TerminalActions, TerminalSession
 
 # The in-sandbox side of an SWE episode, as the layered image carries the runner.
-IMAGE_SWE_EPISODE = ("python3", "-I", "-B", "-m", "deepgym_runner.episode.swe")
+IMAGE_SWE_EPISODE = (*IMAGE_PYTHON, "-m", "deepgym_runner.episode.swe")
 
 
 class SweActions(TerminalActions):

@@ -79,10 +79,10 @@ def own_cgroup_mount(proc_cgroup: str, mountinfo: str, folder: str) -> bool:
     return False
 
 
-# What :func:`_trusted` and :func:`cgroup_procs_file` found, once per process (dicts, not functools.cache:
-# functools and the collections it imports cost a fresh runner milliseconds of CPU per sample).
+# What :func:`_trusted` and :func:`cgroup_procs_file` found, once per process (not functools.cache: functools
+# and the collections it imports cost a fresh runner milliseconds of CPU per sample). "": not looked up yet.
 _trusted_folders: dict[str, bool] = {}
-_procs_file: dict[str, str | None] = {}
+_procs_file: str | None = ""
 
 
 def _trusted(folder: str) -> bool:
@@ -108,10 +108,11 @@ def _cgroup_text(files: tuple[tuple[str, str], ...]) -> tuple[int, str] | None:
 def cgroup_procs_file() -> str | None:
     """The ``cgroup.procs`` beside the CPU counter the runner reads, or None without one (looked up once: it is
     read at every tick)."""
-    if not _procs_file:
-        _procs_file[CGROUP_ROOT] = next((f"{folder}/cgroup.procs" for folder, name in _CPU_FILES
-                                         if os.path.exists(f"{folder}/{name}")), None)
-    return _procs_file[CGROUP_ROOT]
+    global _procs_file
+    if _procs_file == "":
+        _procs_file = next((f"{folder}/cgroup.procs" for folder, name in _CPU_FILES
+                            if os.path.exists(f"{folder}/{name}")), None)
+    return _procs_file
 
 
 def cgroup_cpu_s() -> float | None:
