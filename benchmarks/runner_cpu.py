@@ -52,7 +52,7 @@ from deepgym.extract import submission  # noqa: E402
 from deepgym.rows import row_task  # noqa: E402
 from deepgym.judging import IMAGE_RUNNER, WARM_RUNNER, Images  # noqa: E402
 from deepgym.runner.protocol import Request, parse_events  # noqa: E402
-from deepgym.sandbox.base import ExecOptions  # noqa: E402
+from deepgym.sandbox.base import IMAGE_PYTHON, ExecOptions  # noqa: E402
 from deepgym.sandbox.docker import DockerProvider  # noqa: E402
 from deepgym.sandbox.docker import key  # noqa: E402
 
@@ -162,7 +162,7 @@ def lines_for(provider: DockerProvider, env_name: str, rows: list[str], tags: li
         named = f"{env_name}{'' if tag is None else ':' + tag}"
         if "strict" in rows:
             yield f"{named} python3 -c pass", lambda spec=spec: strict_ms(
-                provider, spec, ["python3", "-I", "-B", "-c", "pass"], b"")[0]
+                provider, spec, [*IMAGE_PYTHON, "-c", "pass"], b"")[0]
             if tests is None and floors.has_floor(env):  # the row's floor runs on the host only
                 for per_case in (False, True) if env.kind == "program" else (False,):
                     argv = ["python3", *floors.bare_argv(env, answers[0][1], True, per_case)]
