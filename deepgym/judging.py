@@ -181,23 +181,26 @@ def observe(provider: Provider, env: Environment, request: Request, images: Imag
     """Run the runner for ``request`` in a fresh sandbox of ``env`` and report what was observed.
 
     With ``admission``, the sandbox first waits for a slot (:mod:`deepgym.admission`); every clock of the
-    sample starts once it has one. The host's deadline (the runner's own plus START_GRACE_S) is the exec's
-    timeout; a command killed there has ``deadline_hit`` and no exit status, and the runner's heartbeats say
-    whose fault it was. ``isolation="process"`` judges in a warm sandbox of the provider's
-    (:meth:`Provider.warm_pool <deepgym.sandbox.base.Provider.warm_pool>`), where it has one; see
-    :func:`isolation_for`.
+    sample starts once it has one, and the wait is reported apart (the verdict's ``admission_wait_s``). The
+    host's deadline (the runner's own plus START_GRACE_S) is the exec's timeout; a command killed there has
+    ``deadline_hit`` and no exit status, and the runner's heartbeats say whose fault it was.
+    ``isolation="process"`` judges in a warm sandbox of the provider's (:meth:`Provider.warm_pool
+    <deepgym.sandbox.base.Provider.warm_pool>`), where it has one; see :func:`isolation_for`.
 
     A sample that deepgym's shutdown (:mod:`deepgym.shutdown`) overlaps has no verdict (``cancelled``): one
     not started yet never starts, one waiting for its slot stops waiting, and one running, whose sandbox the
     shutdown removes, is not read as whatever that removal looks like."""
     if shutdown_requested():
         return _cancelled(provider)
+    gate = admission.slot(cancelled=shutdown_requested) if admission is not None else contextlib.nullcontext()
     try:
-        with admission.slot(cancelled=shutdown_requested) if admission is not None else contextlib.nullcontext():
+        with gate as slot:
             observation = _observe(provider, env, request, images, isolation)
     except AdmissionCancelled:
         return _cancelled(provider)
-    return _cancelled(provider) if shutdown_requested() else observation
+    if shutdown_requested():
+        return _cancelled(provider)
+    return observation if slot is None else replace(observation, admission_wait_s=slot.waited_s)
 
 
 def _cancelled(provider: Provider) -> RunFacts:

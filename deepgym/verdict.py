@@ -100,6 +100,18 @@ class RunFacts:
     node: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     """The host's half of the verdict's provenance (:func:`deepgym.judging.provenance`)."""
+    admission_wait_s: float | None = None
+    """How long the sample waited for its admission slot before any of its clocks started (None: judged
+    without admission)."""
+
+
+def _host_timings(observation: RunFacts) -> dict[str, float]:
+    """The timings the host measured itself: they overwrite a report's keys of the same names, since the runner
+    cannot know them. ``total_s`` is the sandbox's whole run; ``admission_wait_s`` the queueing before it."""
+    timings = {"total_s": round(observation.elapsed_s, 4)}
+    if observation.admission_wait_s is not None:
+        timings["admission_wait_s"] = round(observation.admission_wait_s, 3)
+    return timings
 
 
 def provenance(request: Request, observation: RunFacts) -> dict[str, Any]:
@@ -126,7 +138,7 @@ def classify(request: Request, observation: RunFacts, environment: str) -> Verdi
 
     def zero_of(error_type: str, details: str) -> Verdict:
         return zero(error_type, details, environment=environment, runtime=obs.runtime, variant=request.variant,
-                    timings={"total_s": round(obs.elapsed_s, 4)}, image_id=obs.image_id,
+                    timings=_host_timings(obs), image_id=obs.image_id,
                     image_status=obs.image_status, node=obs.node, provenance=provenance(request, obs))
 
     if obs.infra_error is not None:  # row 1
@@ -251,7 +263,7 @@ def _from_report(report: Any, request: Request, obs: RunFacts, environment: str,
         problem = problem or f"malformed cases or timings: {exc}"
     if problem is not None:  # row 5
         return no_verdict("verifier_error", f"the runner's report is inconsistent: {problem}")
-    timings["total_s"] = round(obs.elapsed_s, 4)
+    timings.update(_host_timings(obs))
     return Verdict(score=score, passed=passed, error_type=error_type, details=str(report.get("details", "")),  # row 7
                    environment=environment, runtime=obs.runtime, variant=request.variant, cases=cases,
                    cases_total=cases_total, timings=timings, image_id=obs.image_id, image_status=obs.image_status,

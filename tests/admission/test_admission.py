@@ -291,3 +291,6 @@ def test_waiting_for_a_slot_is_not_charged_to_the_sample(tmp_path):
         assert busy.result().error_type == "solution_timeout"
     assert verdict.score == 1.0, verdict.to_dict()
     assert waited > verdict.timings["total_s"] + 0.3, (waited, verdict.timings)
+    # The wait is the verdict's own timing, apart from total_s; the busy loop took the free slot at once.
+    assert waited >= verdict.timings["admission_wait_s"] > 0.3, (waited, verdict.timings)
+    assert busy.result().timings["admission_wait_s"] < verdict.timings["admission_wait_s"], busy.result().timings

@@ -126,6 +126,18 @@ def test_row7_scored_report():
     assert result.timings == {"runner_s": 0.1, "total_s": 0.5} and result.image_id == "sha256:x"
 
 
+def test_the_admission_wait_is_the_hosts_own_timing():
+    # Measured by the host before the sandbox ran: kept apart from total_s, on a scored report and on a zero the
+    # host decides (row 9c) alike, and a report cannot set it.
+    body = scored(timings={"runner_s": 0.1, "admission_wait_s": 99.0, "total_s": 99.0})
+    result = assert_scored(outcome(stdout=report(body), elapsed_s=0.5, admission_wait_s=1.23456), 1.0, None)
+    assert result.timings == {"runner_s": 0.1, "total_s": 0.5, "admission_wait_s": 1.235}
+    starved = missed_deadline((BUDGET - 1, 0.5, 10.0), (BUDGET + 10, 0.6, 20.5), (BUDGET + 20, 0.7, 30.8),
+                              elapsed_s=2.0, admission_wait_s=0.5)
+    zero = assert_scored(starved, 0.0, "solution_timeout")
+    assert zero.timings == {"total_s": 2.0, "admission_wait_s": 0.5}
+
+
 def test_row7_a_report_stands_without_done_and_whatever_the_exit():
     # The runner was killed right after its report: the report is whole, the exit status says nothing.
     body = stdout((STARTED, None), (IN_PLAY, None), (REPORT, {"report": scored()}))
@@ -160,9 +172,9 @@ def beats(*samples: tuple[float, ...]) -> list[tuple[str, dict]]:
             for wall, runner, submission, *rest in samples]
 
 
-def missed_deadline(*samples: tuple[float, float, float]):
+def missed_deadline(*samples: tuple[float, float, float], **facts):
     events = stdout((STARTED, None), *beats((0.0, 0.05, 0.0)), (IN_PLAY, None), *beats(*samples))
-    return outcome(stdout=events, exit_code=None, deadline_hit=True)
+    return outcome(stdout=events, exit_code=None, deadline_hit=True, **facts)
 
 
 @pytest.mark.parametrize("samples", [(), ((1.0, 0.1, 0.2), (BUDGET - 5, 0.3, 3.0))], ids=["none", "stopped-early"])
