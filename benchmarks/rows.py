@@ -34,6 +34,12 @@ def host_cpu_s() -> float:
     return (sum(map(int, fields[:3])) + int(fields[5]) + int(fields[6])) / os.sysconf("SC_CLK_TCK")
 
 
+def p95(values: list[float]) -> float | None:
+    """The 95th percentile of ``values`` (nearest rank below), or None when there are none."""
+    values = sorted(values)
+    return values[int(0.95 * (len(values) - 1))] if values else None
+
+
 def timed(judge, samples: list, parallel: int) -> dict[str, float]:
     """Run ``judge(sample) -> right`` over ``samples`` ``parallel`` at a time; the row's figures."""
     def one(sample) -> tuple[float, bool]:
@@ -45,9 +51,9 @@ def timed(judge, samples: list, parallel: int) -> dict[str, float]:
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         results = list(pool.map(one, samples))
     elapsed, cpu = time.perf_counter() - started, host_cpu_s() - cpu0
-    latencies = sorted(latency for latency, _ in results)
+    latencies = [latency for latency, _ in results]
     return {"samples_per_s": len(samples) / elapsed, "p50_s": statistics.median(latencies),
-            "p95_s": latencies[int(0.95 * (len(latencies) - 1))], "cpu_s": cpu / len(samples),
+            "p95_s": p95(latencies), "cpu_s": cpu / len(samples),
             "wrong_verdicts": sum(not ok for _, ok in results)}
 
 
