@@ -91,6 +91,8 @@ def judge_request(raw: bytes, env_dir: str, scratch_root: str, confinement: Cont
         report = no_verdict("verifier_error", "the runner failed:\n" + traceback.format_exc(limit=8))
     emit(REPORT, {"report": report})
     emit(DONE, heartbeat.facts())
+    if workers is not None:
+        workers.settle()  # the sample's last worker, killed, reaped by the zygote before this sample ends
     return 0
 
 

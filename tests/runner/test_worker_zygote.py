@@ -242,3 +242,52 @@ def test_a_forked_case_server_that_fails_to_start_says_why():
     assert said.startswith("the case server did not start"), result
     assert "FileNotFoundError" in said and "/no-such-folder" in said, said
     assert said.rstrip().endswith("the case's stdin was closed"), said  # run() took it over, and closed it
+
+
+# A worker killed while its zygote is stopped stays an exit status nobody collected, in the process table as
+# its uid, until the zygote runs again; settle waits for the zygote's report that it reaped it.
+SETTLE = '''
+import os, signal, threading, time
+from deepgym_runner.confine.container import Container
+from deepgym_runner.confine.forked import Workers
+from deepgym_runner.confine.processes import Processes
+UID = 23456
+def of_uid():
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = open(f"/proc/{name}/status").read()
+        except OSError:
+            continue
+        if f"\\nUid:\\t{UID}\\t" in status:
+            found.append((int(name), status.split("State:\\t", 1)[1][0]))
+    return found
+zygotes = Workers()
+processes = Processes(Container(), uid=UID, workers=zygotes.connect())
+req_r, req_w = os.pipe()
+reply_r, reply_w = os.pipe()
+processes.fork_worker(["function", "256", "64", "10", "/tmp", "3", "4"], (req_r, reply_w))  # waits for its code
+deadline = time.monotonic() + 30
+while not of_uid():
+    assert time.monotonic() < deadline, "the worker never started"
+    time.sleep(0.01)
+os.kill(zygotes.pid, signal.SIGSTOP)
+processes.kill_all()
+print("AFTER KILL", [state for _, state in of_uid()])
+threading.Timer(0.5, os.kill, (zygotes.pid, signal.SIGCONT)).start()
+processes.workers.settle()
+print("AFTER SETTLE", of_uid())
+'''
+
+
+def test_a_killed_worker_is_reaped_before_its_sample_ends():
+    # The runner's last act for a sample (oneshot.judge_request): a sandbox that runs one sample after another
+    # finds nothing of the previous one's uid, not even a zombie (tests/runner/test_runner_anywhere.py saw one
+    # on a loaded host, when the zygote ran late).
+    ensure_images(ENV)
+    result = run_in_image(image_name(ENV), ["python3", "-I", "-B", "-"], "--network", "none",
+                          stdin=SETTLE.encode(), timeout_s=120)
+    said = result.stdout.decode()
+    assert result.returncode == 0, said + result.stderr.decode()
+    assert "AFTER KILL ['Z']" in said, said  # killed, not yet reaped: the zygote is stopped
+    assert "AFTER SETTLE []" in said, said

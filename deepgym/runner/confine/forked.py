@@ -113,6 +113,13 @@ class WorkerConnection:
         self._last = hand_off(self.control, message, os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC), fds)
         return self._last
 
+    def settle(self) -> None:
+        """Once the last worker was killed: wait (at most KILL_WAIT_S) for the zygote to report its end, which it
+        sends after reaping it, so that nothing of the sample's uid is left in the process table, not even an
+        exit status nobody collected yet. A report that does not come is :meth:`fork`'s to raise."""
+        if self._last is not None and self._last.wait(timeout=KILL_WAIT_S) is not None:
+            self._last = None
+
 
 def hand_off(control: fdpass.Socket, message: bytes, stdin: int, extra_fds: tuple[int, ...] = (), *,
              zygote_may_be_gone: bool = False) -> Forked:
