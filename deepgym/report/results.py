@@ -11,7 +11,8 @@ It reads JSON lines of either source, mixed freely:
 
 and shows the outcome mix (overall and per environment), the no-verdict causes over time (the training step,
 else the line's position), latency distributions (``timings.total_s``, where the line has it) and the slowest
-samples. A line that is neither is counted and named at the top of the page, never silently dropped.
+samples, with the wait for an admission slot beside the latency (``timings.admission_wait_s``: time spent
+queueing before the sandbox started, not part of ``total_s``). A line that is neither is counted and named at the top of the page, never silently dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Record:
     outcome: str  # "passed", the error type of a failed or unjudged sample, or "failed"
     score: float | None
     latency_s: float | None
+    wait_s: float | None
     step: int | None
     note: str
 
@@ -52,12 +54,12 @@ def parse(number: int, item: Any) -> Record | None:
         judged = bool(item["has_verdict"])
         passed = judged and bool(item.get("passed"))
         timings = item.get("timings") if isinstance(item.get("timings"), dict) else {}
-        latency = timings.get("total_s")
+        latency, wait = timings.get("total_s"), timings.get("admission_wait_s")
         note = str(item.get("reason") or item.get("details") or "")
     elif "error" in item and "score" in item:
         judged = float(item["error"]) == 0.0
         passed = judged and float(item.get("passed") or 0.0) == 1.0
-        latency, note = None, str(item.get("error_type") or "")
+        latency, wait, note = None, None, str(item.get("error_type") or "")
     else:
         return None
     error_type = item.get("error_type") or ""
@@ -67,7 +69,11 @@ def parse(number: int, item: Any) -> Record | None:
     score = item.get("score") if judged else None
     return Record(number, str(environment), judged, passed, str(outcome),
                   float(score) if isinstance(score, (int, float)) else None,
-                  float(latency) if isinstance(latency, (int, float)) else None, step, note[:300])
+                  seconds(latency), seconds(wait), step, note[:300])
+
+
+def seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def text_lines(path: Path) -> list[str]:
@@ -164,19 +170,29 @@ def latency_section(records: list[Record]) -> str:
     if not timed:
         return ("<h2>Latency</h2><p class=\"muted\">No line carries timings (verl's extras do not): run-batch "
                 "output does.</p>")
-    by_env: dict[str, list[float]] = defaultdict(list)
+    by_env: dict[str, list[Record]] = defaultdict(list)
     for record in timed:
-        by_env[record.environment].append(record.latency_s)
-    rows = [[env, len(values), *(f"{quantile(values, q):.3f}" for q in (0.5, 0.9, 0.99)), f"{max(values):.3f}"]
-            for env, values in sorted(by_env.items())]
+        by_env[record.environment].append(record)
+    waited = any(r.wait_s is not None for r in timed)
+    rows = []
+    for env, group in sorted(by_env.items()):
+        values = [r.latency_s for r in group]
+        row = [env, len(group), *(f"{quantile(values, q):.3f}" for q in (0.5, 0.9, 0.99)), f"{max(values):.3f}"]
+        if waited:
+            waits = [r.wait_s for r in group if r.wait_s is not None]
+            row += [f"{quantile(waits, q):.3f}" if waits else "-" for q in (0.5, 0.99)]
+        rows.append(row)
     edges = [0.05 * 2 ** (i / 2) for i in range(16)]  # 0.05 s to about 9 s, then everything longer
     bins: list[Counter[str]] = [Counter() for _ in range(len(edges) + 1)]
     for record in timed:
         bins[sum(record.latency_s >= edge for edge in edges)]["samples"] += 1
     labels = ["<0.05"] + [f"≥{edge:.2g}" for edge in edges]
+    wait_columns = ["wait p50 s", "wait p99 s"] if waited else []
     return ("<h2>Latency</h2><p class=\"muted\">seconds from the sandbox's start to the verdict "
-            "(timings.total_s)</p>" + table(["environment", "samples", "p50 s", "p90 s", "p99 s", "max s"], rows,
-                                            [False, True, True, True, True, True])
+            "(timings.total_s)" + ("; wait: the time queued for an admission slot before that start "
+                                   "(timings.admission_wait_s)" if waited else "") + "</p>"
+            + table(["environment", "samples", "p50 s", "p90 s", "p99 s", "max s", *wait_columns], rows,
+                    [False, True, True, True, True, True, *(True for _ in wait_columns)])
             + columns([dict(b) for b in bins], labels, {"samples": "#1971c2"}, height=160))
 
 

@@ -18,7 +18,7 @@ from deepgym.environments import load_environment
 from deepgym.images import build
 from deepgym.integrations.verl import compute_score
 from deepgym.outcome import NoVerdictError
-from deepgym.report import Recorder, write
+from deepgym.report import Recorder, render, write
 from deepgym.report.charts import MIX_COLORS
 from support import ROOT, ensure_images, fenced, solution
 
@@ -69,7 +69,26 @@ def test_results_page_of_run_batch_output(tmp_path: Path):
     shown = dom(page)
     assert "<b>20</b> samples" in shown and "<b>5</b> passed, <b>7</b> failed, <b>8</b> no verdict" in shown
     assert "image_missing <b>8</b>" in shown and "wrong_answer <b>3</b>" in shown and "no_code_block <b>4</b>" in shown
+    assert "<th class=\"n\">wait p50 s</th>" in shown  # run-batch judges under admission: each verdict's wait
     summary_bar_shows(screenshot(page), passed=5, failed=7, unjudged=8)
+
+
+def test_the_latency_table_shows_the_admission_wait_apart(tmp_path: Path):
+    # total_s is the sandbox's run; admission_wait_s the queueing before it: each its own columns, per environment.
+    def line(env: str, total: float, wait: float | None) -> str:
+        timings = {"total_s": total} if wait is None else {"total_s": total, "admission_wait_s": wait}
+        return json.dumps({"has_verdict": True, "passed": True, "score": 1.0, "environment": env,
+                           "timings": timings}) + "\n"
+
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join([line("queued", 0.2, wait) for wait in (0.0, 1.0, 3.0)] + [line("unqueued", 0.4, None)]))
+    page = render(results)
+    assert "wait p50 s</th><th class=n>wait p99 s</th>" in page
+    assert "<td>queued</td><td class=n>3</td><td class=n>0.200</td>" in page
+    assert "<td class=n>0.200</td><td class=n>1.000</td><td class=n>3.000</td></tr>" in page  # max s, then the waits
+    assert "<td class=n>0.400</td><td class=n>-</td><td class=n>-</td></tr>" in page
+    results.write_text(line("unqueued", 0.4, None))
+    assert "wait p50 s" not in render(results)  # lines without the timing (older output) keep the old table
 
 
 def verl_extras(response: str, step: int) -> dict:
