@@ -12,7 +12,8 @@ It reads JSON lines of either source, mixed freely:
 and shows the outcome mix (overall and per environment), the no-verdict causes over time (the training step,
 else the line's position), latency distributions (``timings.total_s``, where the line has it) and the slowest
 samples, with the wait for an admission slot beside the latency (``timings.admission_wait_s``: time spent
-queueing before the sandbox started, not part of ``total_s``). A line that is neither is counted and named at the top of the page, never silently dropped.
+queueing before the sandbox started, not part of ``total_s``). A line that is neither is counted and named at the
+top of the page, never silently dropped.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def parse(number: int, item: Any) -> Record | None:
 
 
 def seconds(value: Any) -> float | None:
+    """A timing read from a line: a number, else None (JSON's true and false are no time)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
